@@ -1,0 +1,1 @@
+"""Pure functions over the store: tables, figures, reports."""

@@ -1,0 +1,61 @@
+"""The per-cell summary table printed after a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from store.read import connect
+
+COLUMNS = [
+    "model", "corpus", "lever", "k", "output_tok_per_s", "ttft_ms_p50", "tpot_ms_p50",
+    "acceptance_rate", "draft_tokens_per_draft", "engine_ready_s", "n_ok", "n_errors",
+]
+
+
+def latest_cells(root: Path, session_id: str | None = None) -> pd.DataFrame:
+    """Latest ok attempt per cell (optionally of one session), with speedup over van.
+
+    speedup_vs_van = output_tok_per_s / output_tok_per_s of the `van` cell with the
+    same model, corpus and repeat (NaN when there is none).
+    """
+    con = connect(root)
+    if not con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'cells'").fetchone()[0]:
+        return pd.DataFrame(columns=[*COLUMNS, "speedup_vs_van"])
+    where = "WHERE session_id = $sid" if session_id else ""
+    frame = con.execute(
+        f"""SELECT * FROM cells {where}
+            QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY attempt_id DESC) = 1""",
+        {"sid": session_id} if session_id else {},
+    ).df()
+    van = frame[frame["lever"] == "van"][["model", "corpus", "repeat", "output_tok_per_s"]]
+    frame = frame.merge(van, on=["model", "corpus", "repeat"], how="left", suffixes=("", "_van"))
+    frame["speedup_vs_van"] = frame["output_tok_per_s"] / frame["output_tok_per_s_van"]
+    return frame.sort_values(["model", "corpus", "lever", "k"]).reset_index(drop=True)
+
+
+def _fmt(value: object, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def render(frame: pd.DataFrame, console: Console | None = None) -> None:
+    table = Table(title="cells (latest ok attempt each)")
+    headers = ["model", "corpus", "lever", "K", "out tok/s", "TTFT p50 ms", "TPOT p50 ms",
+               "accept", "draft tok/draft", "x van", "ready s", "ok/err"]
+    for header in headers:
+        table.add_column(header, justify="right" if header not in ("model", "corpus", "lever") else "left")
+    for row in frame.itertuples():
+        table.add_row(
+            row.model, row.corpus, row.lever, str(row.k or "-"), _fmt(row.output_tok_per_s),
+            _fmt(row.ttft_ms_p50), _fmt(row.tpot_ms_p50), _fmt(row.acceptance_rate, 2),
+            _fmt(row.draft_tokens_per_draft, 2), _fmt(row.speedup_vs_van, 2),
+            _fmt(row.engine_ready_s, 0), f"{row.n_ok}/{row.n_errors}",
+        )
+    (console or Console()).print(table)

@@ -1,0 +1,1 @@
+"""Embedded-default assets: the model and corpora, built from installed PyPI packages."""

@@ -1,0 +1,41 @@
+"""Command line: `python -m grid <command> [hydra overrides]`.
+
+  run      run the grid (default experiment: smoke) and print the summary table
+  summary  print the summary table of the store
+"""
+
+from __future__ import annotations
+
+import sys
+
+from grid.errors import GridError
+
+USAGE = "usage: python -m grid {run,summary} [key=value ...]  (e.g. experiment=smoke)"
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__ + "\n" + USAGE)
+        return 0 if argv else 2
+    command, overrides = argv[0], argv[1:]
+    try:
+        if command == "run":
+            from grid.run import run
+
+            return run(overrides)
+        if command == "summary":
+            from analysis.summary import latest_cells, render
+            from grid.compose import compose_config
+            from grid.paths import project_path
+
+            render(latest_cells(project_path(compose_config(overrides).paths.store)))
+            return 0
+    except GridError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"error: unknown command '{command}'\n{USAGE}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,116 @@
+"""Cells and engine specs: frozen values with stable keys.
+
+A cell is (model, corpus, lever, K, repeat) plus everything that changes its
+result; its key hashes that canonical content, so the same cell has the same
+key in every process and on every machine, and any result-affecting change
+gives a new key. An engine spec is the part that needs an engine restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from grid.schema import CorpusSpec, EngineConfig, LeverSpec, LoadSpec, ModelSpec
+
+# Engine fields that change how a launch is run, not what it measures.
+_ENGINE_FIELDS_NOT_IN_KEY = ("command", "start_timeout_s", "stop_timeout_s")
+KEY_CHARS = 16
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: the same bytes for the same value."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def stable_hash(value: Any) -> str:
+    """First KEY_CHARS hex digits of sha256 over canonical_json(value)."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:KEY_CHARS]
+
+
+def engine_identity(engine: EngineConfig) -> dict[str, Any]:
+    """The engine settings that affect results (the command and timeouts do not)."""
+    fields = asdict(engine)
+    for name in _ENGINE_FIELDS_NOT_IN_KEY:
+        fields.pop(name)
+    return fields
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """What one `vllm serve` launch is: cells that share it run on one engine."""
+
+    model: ModelSpec
+    lever: LeverSpec
+    k: int  # speculative tokens; 0 for levers without drafts
+    engine: EngineConfig
+
+    @property
+    def key(self) -> str:
+        return stable_hash(
+            {
+                "model": asdict(self.model),
+                "lever": asdict(self.lever),
+                "k": self.k,
+                "engine": engine_identity(self.engine),
+            }
+        )
+
+    @property
+    def label(self) -> str:
+        lever = f"{self.lever.name}-k{self.k}" if self.k else self.lever.name
+        return f"{self.model.name}/{lever}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measurement: an engine spec driven with one corpus under one load."""
+
+    engine_spec: EngineSpec
+    corpus: CorpusSpec
+    load: LoadSpec
+    repeat: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return stable_hash(
+            {
+                "engine_spec": self.engine_spec.key,
+                "corpus": asdict(self.corpus),
+                "load": asdict(self.load),
+                "repeat": self.repeat,
+            }
+        )
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine_spec.label}/{self.corpus.name}/r{self.repeat}"
+
+    def as_record(self) -> dict[str, Any]:
+        """Flat, JSON-able description stored beside the cell's results."""
+        spec = self.engine_spec
+        return {
+            "cell_key": self.key,
+            "engine_key": spec.key,
+            "model": spec.model.name,
+            "lever": spec.lever.name,
+            "k": spec.k,
+            "corpus": self.corpus.name,
+            "repeat": self.repeat,
+            "concurrency": self.load.concurrency,
+            "max_tokens": self.load.max_tokens,
+            "config_json": canonical_json(
+                {
+                    "model": asdict(spec.model),
+                    "lever": asdict(spec.lever),
+                    "k": spec.k,
+                    "engine": asdict(spec.engine),
+                    "corpus": asdict(self.corpus),
+                    "load": asdict(self.load),
+                    "repeat": self.repeat,
+                }
+            ),
+        }

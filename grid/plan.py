@@ -1,0 +1,31 @@
+"""Group cells into engine launches. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grid.cells import Cell, EngineSpec
+
+
+@dataclass(frozen=True)
+class EngineGroup:
+    """One engine launch and the cells it runs, corpus after corpus."""
+
+    spec: EngineSpec
+    cells: tuple[Cell, ...]
+
+    @property
+    def gpus(self) -> int:
+        return self.spec.model.tp
+
+
+def group_by_engine(cells: list[Cell]) -> list[EngineGroup]:
+    """Cells sharing an engine spec become one group, in first-seen order; largest TP first."""
+    order: dict[str, list[Cell]] = {}
+    specs: dict[str, EngineSpec] = {}
+    for cell in cells:
+        order.setdefault(cell.engine_spec.key, []).append(cell)
+        specs[cell.engine_spec.key] = cell.engine_spec
+    groups = [EngineGroup(specs[key], tuple(group)) for key, group in order.items()]
+    # Largest bundles first limits fragmentation; sorted() is stable within a size.
+    return sorted(groups, key=lambda g: -g.gpus)

@@ -1,0 +1,152 @@
+"""Structured config schemas: the shape of every YAML file under conf/.
+
+YAML files carry values only; these dataclasses say which keys exist and their
+types, so a typo in a file or an override fails at compose time (OmegaConf
+struct mode), not two hours into a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class ModelSpec:
+    """One model: where its weights are and how it is served."""
+
+    name: str = MISSING
+    # Local path or hub id of the weights; this project downloads none.
+    path: str = MISSING
+    # Tokenizer path when it differs from `path` (e.g. dummy-weight models).
+    tokenizer: str | None = None
+    params_b: float = 0.0
+    dtype: str = "auto"
+    moe: bool = False
+    # Tensor-parallel degree: GPUs per engine (1 on CPU).
+    tp: int = 1
+    # Path or id of an NVFP4 checkpoint for the w4a4 lever; None = no variant.
+    quantized_variant: str | None = None
+    # Name under which the server exposes the model (`--served-model-name`).
+    served_name: str | None = None
+    extra_args: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LeverSpec:
+    """One lever: the engine arguments and environment it adds to a launch."""
+
+    name: str = MISSING
+    description: str = ""
+    # Speculative method (vLLM `speculative_config.method`), None = no drafts.
+    spec_method: str | None = None
+    # K values this lever is swept over; empty for levers without a K.
+    ks: list[int] = field(default_factory=list)
+    # True/False pins `--async-scheduling`/`--no-async-scheduling`; None = vLLM's default.
+    async_scheduling: bool | None = None
+    # Merged into `--compilation-config` (e.g. cudagraph_mode).
+    compilation: dict[str, Any] = field(default_factory=dict)
+    # Merged into `--speculative-config` besides method and K.
+    speculative_extra: dict[str, Any] = field(default_factory=dict)
+    extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class CorpusSpec:
+    """One prompt corpus: a JSONL file of prompts built by `python -m assets`."""
+
+    name: str = MISSING
+    # `chat` sends messages to /v1/chat/completions; `completions` a raw prompt.
+    endpoint: str = "chat"
+    source: str = ""
+    license: str = ""
+    # Relative paths resolve against `paths.data_dir`.
+    path: str = MISSING
+
+
+@dataclass
+class LoadSpec:
+    """How the client drives the engine for one cell."""
+
+    concurrency: int = 32
+    max_tokens: int = 8192
+    # Prompts per measured run; the corpus is cycled (seeded) when shorter.
+    num_prompts: int = 256
+    warmup_requests: int = 32
+    temperature: float = 0.0
+    seed: int = 0
+    # Sent as `ignore_eos`, so every request generates exactly max_tokens.
+    ignore_eos: bool = False
+    request_timeout_s: float = 600.0
+
+
+@dataclass
+class EngineConfig:
+    """How to start `vllm serve`; the command is a value so clusters can bring their own vLLM."""
+
+    # argv prefix before the model path, e.g. [vllm, serve] on GPU machines.
+    command: list[str] = field(default_factory=lambda: ["vllm", "serve"])
+    env: dict[str, str] = field(default_factory=dict)
+    enforce_eager: bool = False
+    gpu_memory_utilization: float | None = 0.85
+    max_model_len: int = 16384
+    max_num_seqs: int | None = None
+    start_timeout_s: float = 900.0
+    stop_timeout_s: float = 30.0
+    extra_args: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GridSpec:
+    """The grid: every combination of these names is a cell."""
+
+    models: list[str] = field(default_factory=list)
+    corpora: list[str] = field(default_factory=list)
+    levers: list[str] = field(default_factory=list)
+    # Restricts the levers' own K lists when set (e.g. [8] for a smoke run).
+    ks: list[int] | None = None
+    repeats: int = 1
+
+
+@dataclass
+class PathsConfig:
+    """Where things live; relative paths resolve against the project root."""
+
+    store: str = "results"
+    cache_dir: str = ".cache"
+    data_dir: str = ".cache/data"
+    models_dir: str = ".cache/models"
+
+
+@dataclass
+class RayConfig:
+    # None starts (or joins, under `ray job submit`) a cluster as ray.init() does.
+    address: str | None = None
+    cpus_per_engine: float = 1.0
+    # Reserve `tp` GPUs per engine; off on machines without GPUs.
+    use_gpus: bool = False
+    max_in_flight: int = 4
+
+
+@dataclass
+class Config:
+    name: str = "unnamed"
+    grid: GridSpec = field(default_factory=GridSpec)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    load: LoadSpec = field(default_factory=LoadSpec)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+    # Tag every stored row with this; None = a fresh id per launch.
+    session_id: str | None = None
+
+
+def register() -> None:
+    """Register the schemas so Hydra validates conf/ against them."""
+    cs = ConfigStore.instance()
+    cs.store(name="config_schema", node=Config)
+    cs.store(group="engine", name="engine_schema", node=EngineConfig)
+    cs.store(group="load", name="load_schema", node=LoadSpec)

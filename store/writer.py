@@ -1,0 +1,77 @@
+"""Write one cell attempt: Parquet data first, the manifest last (each atomically)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from store.atomic import write_json, write_parquet
+from store.layout import MANIFEST, REQUESTS, SCHEMA_VERSION, SUMMARY, StoreLayout
+from workers.load import RequestRecord
+
+REQUEST_SCHEMA = pa.schema(
+    [
+        ("schema_version", pa.int32()),
+        ("session_id", pa.string()),
+        ("cell_key", pa.string()),
+        ("attempt_id", pa.string()),
+        ("request_idx", pa.int64()),
+        ("prompt_id", pa.string()),
+        ("phase", pa.string()),
+        ("send_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("chunk_ns", pa.list_(pa.int64())),
+        ("n_chunks", pa.int64()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("finish_reason", pa.string()),
+        ("http_status", pa.int64()),
+        ("error_type", pa.string()),
+        ("error_message", pa.string()),
+        ("output_text", pa.string()),
+    ]
+)
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def requests_table(records: Sequence[RequestRecord], tags: dict[str, Any]) -> pa.Table:
+    rows = [{**tags, "schema_version": SCHEMA_VERSION, **dataclasses.asdict(r)} for r in records]
+    return pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
+
+
+def summary_table(summary: dict[str, Any]) -> pa.Table:
+    return pa.Table.from_pylist([{"schema_version": SCHEMA_VERSION, **summary}])
+
+
+def write_ok_attempt(
+    layout: StoreLayout,
+    tags: dict[str, Any],
+    records: Sequence[RequestRecord],
+    summary: dict[str, Any],
+) -> Path:
+    """Store a finished attempt; `tags` holds session_id, cell_key and attempt_id."""
+    folder = layout.attempt_dir(tags["cell_key"], tags["attempt_id"])
+    write_parquet(folder / REQUESTS, requests_table(records, tags))
+    write_parquet(folder / SUMMARY, summary_table({**tags, **summary}))
+    write_json(folder / MANIFEST, {**tags, "status": "ok", "schema_version": SCHEMA_VERSION,
+                                   "files": [REQUESTS, SUMMARY], "written_at": utc_now()})
+    return folder
+
+
+def write_failed_attempt(layout: StoreLayout, tags: dict[str, Any], error: str, log_tail: str) -> Path:
+    """Record a failed attempt: a manifest only, so no partial rows are ever read as results."""
+    folder = layout.attempt_dir(tags["cell_key"], tags["attempt_id"])
+    for name in (REQUESTS, SUMMARY):
+        (folder / name).unlink(missing_ok=True)
+    write_json(folder / MANIFEST, {**tags, "status": "failed", "schema_version": SCHEMA_VERSION,
+                                   "error": error, "log_tail": log_tail, "files": [],
+                                   "written_at": utc_now()})
+    return folder

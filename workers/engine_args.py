@@ -1,0 +1,97 @@
+"""The one place where an engine spec becomes `vllm serve` arguments and environment."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from grid.cells import EngineSpec
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where one launch listens: loopback only, a free port, a per-launch key."""
+
+    host: str
+    port: int
+    api_key: str
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def resolve_model_path(path: str, models_dir: Path) -> str:
+    """Expand the `{models_dir}` placeholder; hub ids and absolute paths pass through."""
+    return path.replace("{models_dir}", str(models_dir))
+
+
+def served_name(spec: EngineSpec) -> str:
+    return spec.model.served_name or spec.model.name
+
+
+def model_path(spec: EngineSpec, models_dir: Path) -> str:
+    """Weights the engine loads: the quantised variant for levers that ask for it."""
+    wants_variant = spec.lever.name.startswith("w4a4")
+    path = spec.model.quantized_variant if wants_variant else spec.model.path
+    return resolve_model_path(path or spec.model.path, models_dir)
+
+
+def speculative_config(spec: EngineSpec) -> dict | None:
+    if spec.lever.spec_method is None:
+        return None
+    return {
+        "method": spec.lever.spec_method,
+        "num_speculative_tokens": spec.k,
+        **spec.lever.speculative_extra,
+    }
+
+
+def serve_argv(spec: EngineSpec, endpoint: Endpoint, models_dir: Path) -> list[str]:
+    """Full argv of one launch: engine command, model, lever, engine settings."""
+    engine, model, lever = spec.engine, spec.model, spec.lever
+    argv = [part.replace("{python}", sys.executable) for part in engine.command]
+    argv += ["--model", model_path(spec, models_dir), "--served-model-name", served_name(spec)]
+    if model.tokenizer:
+        argv += ["--tokenizer", resolve_model_path(model.tokenizer, models_dir)]
+    argv += ["--host", endpoint.host, "--port", str(endpoint.port), "--api-key", endpoint.api_key]
+    argv += ["--dtype", model.dtype, "--max-model-len", str(engine.max_model_len)]
+    if model.tp > 1:
+        argv += ["--tensor-parallel-size", str(model.tp), "--distributed-executor-backend", "mp"]
+    if engine.gpu_memory_utilization is not None:
+        argv += ["--gpu-memory-utilization", str(engine.gpu_memory_utilization)]
+    if engine.max_num_seqs is not None:
+        argv += ["--max-num-seqs", str(engine.max_num_seqs)]
+    if engine.enforce_eager:
+        argv.append("--enforce-eager")
+    if lever.async_scheduling is not None:
+        argv.append("--async-scheduling" if lever.async_scheduling else "--no-async-scheduling")
+    if (spec_cfg := speculative_config(spec)) is not None:
+        argv += ["--speculative-config", json.dumps(spec_cfg, sort_keys=True)]
+    if lever.compilation:
+        argv += ["--compilation-config", json.dumps(dict(lever.compilation), sort_keys=True)]
+    return argv + list(model.extra_args) + list(lever.extra_args) + list(engine.extra_args)
+
+
+def serve_env(spec: EngineSpec, base_env: dict[str, str], cache_dir: Path) -> dict[str, str]:
+    """Environment of one launch: offline, caches under cache_dir, engine and lever settings."""
+    env = dict(base_env)
+    env.update(
+        {
+            # Nothing comes from a model hub at run time.
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_HOME": str(cache_dir / "hf"),
+            "VLLM_CACHE_ROOT": str(cache_dir / "vllm"),
+            "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "inductor"),
+            "TRITON_CACHE_DIR": str(cache_dir / "triton"),
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.update(spec.engine.env)
+    env.update(spec.lever.env)
+    return env

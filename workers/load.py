@@ -1,0 +1,140 @@
+"""Async streaming client: a fixed number of requests in flight, raw timestamps per chunk.
+
+Hot path: per SSE line only a perf_counter_ns() and the raw bytes are kept;
+JSON decoding and every metric happen after the stream ends (workers/sse.py).
+Tokens come from the server's `usage`, never from counting chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from grid.schema import LoadSpec
+from workers.prompts import Prompt
+from workers.sse import decode_stream
+
+
+@dataclass
+class RequestRecord:
+    """One request as measured: raw perf-counter timestamps and the server's counts."""
+
+    request_idx: int
+    prompt_id: str
+    phase: str
+    send_ns: int
+    end_ns: int = 0
+    chunk_ns: list[int] = field(default_factory=list)
+    n_chunks: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    http_status: int | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    output_text: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    """The server one load talks to."""
+
+    base_url: str
+    api_key: str
+    model: str
+    endpoint: str  # "chat" or "completions"
+
+
+def request_body(target: Target, prompt: Prompt, load: LoadSpec) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": target.model,
+        "max_tokens": load.max_tokens,
+        "temperature": load.temperature,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if load.ignore_eos:
+        body["ignore_eos"] = True
+    if target.endpoint == "chat":
+        body["messages"] = list(prompt.messages or [{"role": "user", "content": prompt.prompt or ""}])
+    else:
+        body["prompt"] = prompt.prompt if prompt.prompt is not None else _flatten(prompt.messages)
+    return body
+
+
+def _flatten(messages: tuple[dict[str, str], ...] | None) -> str:
+    return "\n\n".join(m["content"] for m in messages or ())
+
+
+def url_for(target: Target) -> str:
+    path = "/v1/chat/completions" if target.endpoint == "chat" else "/v1/completions"
+    return target.base_url + path
+
+
+async def send_one(
+    session: aiohttp.ClientSession, target: Target, prompt: Prompt, load: LoadSpec, record: RequestRecord
+) -> None:
+    """Stream one request into `record`; errors become columns, never exceptions."""
+    lines: list[tuple[int, bytes]] = []
+    try:
+        async with session.post(url_for(target), json=request_body(target, prompt, load)) as resp:
+            record.http_status = resp.status
+            if resp.status != 200:
+                record.error_type = f"http_{resp.status}"
+                record.error_message = (await resp.text())[:500]
+                return
+            async for line in resp.content:
+                lines.append((time.perf_counter_ns(), line))
+    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        record.error_type = type(exc).__name__
+        record.error_message = str(exc)[:500]
+    finally:
+        record.end_ns = time.perf_counter_ns()
+    _fill_from_stream(record, lines)
+
+
+def _fill_from_stream(record: RequestRecord, lines: list[tuple[int, bytes]]) -> None:
+    if not lines:
+        return
+    try:
+        stream = decode_stream(lines)
+    except ValueError as exc:
+        record.error_type = record.error_type or "bad_stream"
+        record.error_message = record.error_message or str(exc)[:500]
+        return
+    record.chunk_ns = stream.content_chunk_ns
+    record.n_chunks = len(stream.content_chunk_ns)
+    record.prompt_tokens = stream.prompt_tokens
+    record.completion_tokens = stream.completion_tokens
+    record.finish_reason = stream.finish_reason
+    record.output_text = stream.text
+    if record.error_type is None and stream.error_message:
+        record.error_type, record.error_message = "server_error", stream.error_message[:500]
+    elif record.error_type is None and (not stream.saw_done or stream.completion_tokens is None):
+        record.error_type = "incomplete_stream"
+        record.error_message = "stream ended without usage or [DONE]"
+
+
+async def run_load(target: Target, prompts: list[Prompt], load: LoadSpec, phase: str) -> list[RequestRecord]:
+    """Send `prompts` with `load.concurrency` requests in flight until all are done."""
+    records: list[RequestRecord] = []
+    next_idx = 0
+    timeout = aiohttp.ClientTimeout(total=load.request_timeout_s)
+    headers = {"Authorization": f"Bearer {target.api_key}"}
+    connector = aiohttp.TCPConnector(limit=load.concurrency)
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        nonlocal next_idx
+        while next_idx < len(prompts):
+            idx, next_idx = next_idx, next_idx + 1
+            record = RequestRecord(idx, prompts[idx].prompt_id, phase, send_ns=time.perf_counter_ns())
+            records.append(record)
+            await send_one(session, target, prompts[idx], load, record)
+
+    async with aiohttp.ClientSession(headers=headers, timeout=timeout, connector=connector) as session:
+        await asyncio.gather(*(worker(session) for _ in range(min(load.concurrency, len(prompts)))))
+    return sorted(records, key=lambda r: r.request_idx)

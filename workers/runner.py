@@ -1,0 +1,168 @@
+"""Run one engine group: start the engine, drive each cell's load, store the results.
+
+Runs inside a Ray actor (grid/schedule.py) but imports no Ray itself, so it can
+be tested and debugged as a plain function. Failures come back as outcomes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import traceback
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grid.cells import Cell
+from grid.errors import EngineError
+from grid.plan import EngineGroup
+from store.layout import StoreLayout
+from store.writer import write_failed_attempt, write_ok_attempt
+from workers import metrics
+from workers.counters import ServerCounters, scrape
+from workers.engine import Engine, log_tail, new_endpoint
+from workers.engine_args import serve_argv, serve_env, served_name
+from workers.load import RequestRecord, Target, run_load
+from workers.prompts import load_corpus, schedule
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Where a worker reads inputs and writes results; the same on every node."""
+
+    session_id: str
+    store_root: Path
+    cache_dir: Path
+    models_dir: Path
+    data_dir: Path
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """What became of one cell attempt; failures are data, never exceptions."""
+
+    cell_key: str
+    label: str
+    attempt_id: str
+    status: str  # "ok" or "failed"
+    error: str | None = None
+    output_tok_per_s: float | None = None
+    engine_ready_s: float | None = None
+
+
+def engine_base_env() -> dict[str, str]:
+    """This process's environment minus what Ray sets for its own workers.
+
+    Ray pins OMP_NUM_THREADS=1 in worker processes, which would starve the CPU
+    engine's OpenMP kernels; engine.env may set it explicitly.
+    """
+    return {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+
+
+def new_attempt_id(session_id: str) -> str:
+    return f"{session_id}-{uuid.uuid4().hex[:8]}"
+
+
+def engine_version(base_url: str, api_key: str) -> str | None:
+    request = urllib.request.Request(base_url + "/version", headers={"Authorization": f"Bearer {api_key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as resp:
+            return str(json.loads(resp.read()).get("version"))
+    except (OSError, ValueError):
+        return None
+
+
+def summarize(records: list[RequestRecord], delta: ServerCounters, cpu_s: float) -> dict[str, Any]:
+    """The cell's figures from its measured requests and the server's counter deltas."""
+    done = metrics.ok(records)
+    return {
+        "n_requests": len(records),
+        "n_ok": len(done),
+        "n_errors": len(records) - len(done),
+        "output_tokens": sum(r.completion_tokens or 0 for r in done),
+        "output_tok_per_s": metrics.whole_run_output_tok_per_s(records),
+        "ttft_ms_p50": metrics.median_or_none([metrics.ttft_ms(r) for r in done]),
+        "tpot_ms_p50": metrics.median_or_none([metrics.tpot_ms(r) for r in done]),
+        "acceptance_rate": metrics.acceptance_rate(delta.spec_accepted_tokens, delta.spec_draft_tokens),
+        "draft_tokens_per_draft": metrics.draft_tokens_per_draft(delta.spec_draft_tokens, delta.spec_drafts),
+        "client_cpu_s": cpu_s,
+        **delta.as_columns(),
+    }
+
+
+def run_cell(cell: Cell, engine: Engine, ctx: RunContext) -> tuple[list[RequestRecord], dict[str, Any]]:
+    """Warm up, then measure one cell on a running engine."""
+    corpus_path = ctx.data_dir / cell.corpus.path
+    plan = schedule(load_corpus(corpus_path), cell.load.warmup_requests, cell.load.num_prompts, cell.load.seed)
+    endpoint = engine.endpoint
+    target = Target(endpoint.base_url, endpoint.api_key, served_name(cell.engine_spec), cell.corpus.endpoint)
+    if plan.warmup:
+        asyncio.run(run_load(target, plan.warmup, cell.load, phase="warmup"))
+    before = scrape(endpoint.base_url, endpoint.api_key)
+    cpu_start_s = time.process_time()
+    records = asyncio.run(run_load(target, plan.measured, cell.load, phase="measure"))
+    cpu_s = time.process_time() - cpu_start_s
+    delta = scrape(endpoint.base_url, endpoint.api_key).minus(before)
+    summary = summarize(records, delta, cpu_s)
+    summary["prompts_repeated"] = plan.repeated
+    return records, summary
+
+
+def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
+    """Run every cell of one engine launch; return one outcome per cell, ok or failed."""
+    layout = StoreLayout(ctx.store_root)
+    spec = group.spec
+    log_path = layout.engine_log(ctx.session_id, spec.key)
+    endpoint = new_endpoint()
+    engine = Engine(
+        serve_argv(spec, endpoint, ctx.models_dir),
+        serve_env(spec, engine_base_env(), ctx.cache_dir),
+        endpoint,
+        log_path,
+        spec.engine.start_timeout_s,
+        spec.engine.stop_timeout_s,
+    )
+    outcomes: list[CellOutcome] = []
+    try:
+        try:
+            ready_s = engine.start()
+        except EngineError as exc:
+            return [_fail(layout, ctx, cell, str(exc), log_tail(log_path)) for cell in group.cells]
+        version = engine_version(endpoint.base_url, endpoint.api_key)
+        for cell in group.cells:
+            if not engine.alive():
+                outcomes.append(_fail(layout, ctx, cell, "engine died earlier in this launch", log_tail(log_path)))
+                continue
+            outcomes.append(_run_and_store(cell, engine, ctx, layout, ready_s, version))
+    finally:
+        engine.stop()
+    return outcomes
+
+
+def _run_and_store(
+    cell: Cell, engine: Engine, ctx: RunContext, layout: StoreLayout, ready_s: float, version: str | None
+) -> CellOutcome:
+    attempt_id = new_attempt_id(ctx.session_id)
+    tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
+    try:
+        records, summary = run_cell(cell, engine, ctx)
+        if not engine.alive():
+            raise EngineError(f"engine exited during the cell; see {engine.log_path}")
+        summary.update(cell.as_record(), engine_ready_s=ready_s, engine_version=version)
+        write_ok_attempt(layout, tags, records, summary)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        write_failed_attempt(layout, tags, error + "\n" + traceback.format_exc(limit=3), log_tail(engine.log_path))
+        return CellOutcome(cell.key, cell.label, attempt_id, "failed", error)
+    return CellOutcome(cell.key, cell.label, attempt_id, "ok", None, summary["output_tok_per_s"], ready_s)
+
+
+def _fail(layout: StoreLayout, ctx: RunContext, cell: Cell, error: str, tail: str) -> CellOutcome:
+    attempt_id = new_attempt_id(ctx.session_id)
+    tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
+    write_failed_attempt(layout, tags, error, tail)
+    return CellOutcome(cell.key, cell.label, attempt_id, "failed", error.splitlines()[0])
