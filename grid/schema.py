@@ -90,7 +90,11 @@ class EngineConfig:
 
     # argv prefix before the model path, e.g. [vllm, serve] on GPU machines.
     command: list[str] = field(default_factory=lambda: ["vllm", "serve"])
+    # Values may use {python} and {prefix} (the harness's sys.executable / sys.prefix).
     env: dict[str, str] = field(default_factory=dict)
+    # Overrides every model's dtype when set (the CPU engine is slow in bf16
+    # on processors without AVX512-BF16).
+    dtype: str | None = None
     enforce_eager: bool = False
     gpu_memory_utilization: float | None = 0.85
     max_model_len: int = 16384

@@ -28,6 +28,11 @@ def resolve_model_path(path: str, models_dir: Path) -> str:
     return path.replace("{models_dir}", str(models_dir))
 
 
+def expand_placeholders(value: str) -> str:
+    """{python} and {prefix}: the interpreter and environment the harness runs in."""
+    return value.replace("{python}", sys.executable).replace("{prefix}", sys.prefix)
+
+
 def served_name(spec: EngineSpec) -> str:
     return spec.model.served_name or spec.model.name
 
@@ -52,12 +57,12 @@ def speculative_config(spec: EngineSpec) -> dict | None:
 def serve_argv(spec: EngineSpec, endpoint: Endpoint, models_dir: Path) -> list[str]:
     """Full argv of one launch: engine command, model, lever, engine settings."""
     engine, model, lever = spec.engine, spec.model, spec.lever
-    argv = [part.replace("{python}", sys.executable) for part in engine.command]
+    argv = [expand_placeholders(part) for part in engine.command]
     argv += ["--model", model_path(spec, models_dir), "--served-model-name", served_name(spec)]
     if model.tokenizer:
         argv += ["--tokenizer", resolve_model_path(model.tokenizer, models_dir)]
     argv += ["--host", endpoint.host, "--port", str(endpoint.port), "--api-key", endpoint.api_key]
-    argv += ["--dtype", model.dtype, "--max-model-len", str(engine.max_model_len)]
+    argv += ["--dtype", engine.dtype or model.dtype, "--max-model-len", str(engine.max_model_len)]
     if model.tp > 1:
         argv += ["--tensor-parallel-size", str(model.tp), "--distributed-executor-backend", "mp"]
     if engine.gpu_memory_utilization is not None:
@@ -92,6 +97,6 @@ def serve_env(spec: EngineSpec, base_env: dict[str, str], cache_dir: Path) -> di
             "PYTHONUNBUFFERED": "1",
         }
     )
-    env.update(spec.engine.env)
-    env.update(spec.lever.env)
+    env.update({k: expand_placeholders(v) for k, v in spec.engine.env.items()})
+    env.update({k: expand_placeholders(v) for k, v in spec.lever.env.items()})
     return env

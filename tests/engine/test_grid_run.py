@@ -1,0 +1,87 @@
+"""A real cell end to end: Hydra -> Ray -> vllm serve (CPU) -> streaming load -> Parquet."""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from grid.run import run
+from store.read import attempts, connect, ok_files
+from tests.engine.conftest import engine_processes
+
+NUM_PROMPTS = 8
+MAX_TOKENS = 32
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("store")
+    console = Console(record=True, width=160)
+    code = run(
+        [
+            "experiment=smoke",
+            f"paths.store={root}",
+            f"load.num_prompts={NUM_PROMPTS}",
+            f"load.max_tokens={MAX_TOKENS}",
+            "load.warmup_requests=2",
+            "session_id=test-session",
+        ],
+        console,
+    )
+    return root, code, console.export_text()
+
+
+def test_run_succeeds_and_prints_the_table(store):
+    _, code, output = store
+    assert code == 0, output
+    assert "out tok/s" in output
+    assert "done 4, failed 0" in output
+
+
+def test_every_cell_has_an_ok_manifest(store):
+    root, _, _ = store
+    found, problems = attempts(root)
+    assert not problems
+    assert sorted(a.status for a in found) == ["ok"] * 4
+    assert {a.session_id for a in found} == {"test-session"}
+
+
+def test_rows_read_back_with_pandas_and_duckdb(store):
+    root, _, _ = store
+    frames = [pd.read_parquet(path) for path in ok_files(root, "requests.parquet")]
+    requests = pd.concat(frames)
+    assert len(requests) == 4 * NUM_PROMPTS
+    assert (requests["error_type"].isna()).all()
+    assert (requests["completion_tokens"] > 0).all()
+    assert (requests["completion_tokens"] <= MAX_TOKENS).all()
+    # Timestamps are ordered: send < first chunk <= last chunk <= end.
+    for row in requests.itertuples():
+        assert row.send_ns < row.chunk_ns[0] <= row.chunk_ns[-1] <= row.end_ns
+    con = duckdb.connect()
+    files = ok_files(root, "summary.parquet")
+    count = con.execute("select count(*) from read_parquet(?)", [files]).fetchone()[0]
+    assert count == 4
+
+
+def test_client_tokens_reconcile_with_server_counters(store):
+    root, _, _ = store
+    cells = connect(root).execute("select * from cells").df()
+    for row in cells.itertuples():
+        assert row.output_tokens == row.srv_generation_tokens, row.lever
+
+
+def test_suffix_cells_draft_and_van_cells_do_not(store):
+    root, _, _ = store
+    cells = connect(root).execute("select lever, k, srv_spec_draft_tokens, acceptance_rate from cells").df()
+    suffix = cells[cells["lever"] == "suffix"]
+    van = cells[cells["lever"] == "van"]
+    assert (suffix["k"] == 8).all()
+    assert (suffix["srv_spec_draft_tokens"] > 0).all()
+    assert suffix["acceptance_rate"].between(0, 1).all()
+    assert (van["srv_spec_draft_tokens"] == 0).all()
+
+
+def test_no_engine_process_is_left(store):
+    assert not engine_processes()
