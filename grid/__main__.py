@@ -1,6 +1,7 @@
 """Command line: `python -m grid <command> [hydra overrides]`.
 
   run      run the grid (default experiment: smoke) and print the summary table
+  plan     print cells, engine launches, GPU bundles and GPU-hours (format=json for JSON)
   summary  print the summary table of the store
 """
 
@@ -10,7 +11,7 @@ import sys
 
 from grid.errors import GridError
 
-USAGE = "usage: python -m grid {run,summary} [key=value ...]  (e.g. experiment=smoke)"
+USAGE = "usage: python -m grid {run,plan,summary} [key=value ...]  (e.g. experiment=smoke)"
 
 
 def main(argv: list[str]) -> int:
@@ -23,6 +24,10 @@ def main(argv: list[str]) -> int:
             from grid.run import run
 
             return run(overrides)
+        if command == "plan":
+            from grid.plan_report import plan
+
+            return plan(overrides)
         if command == "summary":
             from analysis.summary import latest_cells, render
             from grid.compose import compose_config

@@ -27,7 +27,8 @@ def compose_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR
             cfg = compose(config_name="config", overrides=list(overrides or []))
         OmegaConf.resolve(cfg)
     except (HydraException, OmegaConfBaseException) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        first_line = "; ".join(lines[:2]) or type(exc).__name__
         raise ConfigError(
             f"bad config or override ({first_line}); "
             f"check the names under {conf_dir} and the override syntax key=value"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -10,7 +11,22 @@ from grid.catalog import load_spec
 from grid.cells import Cell, EngineSpec
 from grid.compose import CONF_DIR
 from grid.errors import ConfigError
-from grid.schema import Config, CorpusSpec, LeverSpec, ModelSpec
+from grid.schema import ClusterSpec, Config, CorpusSpec, LeverSpec, ModelSpec
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A combination the grid names but that cannot run, and why."""
+
+    model: str
+    lever: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Expansion:
+    cells: list[Cell]
+    skipped: list[Skipped] = field(default_factory=list)
 
 
 def to_config(cfg: DictConfig) -> Config:
@@ -20,20 +36,26 @@ def to_config(cfg: DictConfig) -> Config:
     return obj
 
 
-def lever_ks(lever: LeverSpec, restrict: list[int] | None) -> list[int]:
-    """K values a lever runs at: its own list, narrowed by the grid's `ks`; [0] without drafts."""
+def lever_ks(lever: LeverSpec, override: list[int] | None) -> list[int]:
+    """K values a lever runs at: grid.ks[lever] or the lever's own list; [0] without drafts."""
     if lever.spec_method is None:
+        if override:
+            raise ConfigError(f"grid.ks names lever '{lever.name}', which has no drafts; remove it")
         return [0]
-    ks = [k for k in lever.ks if restrict is None or k in restrict]
+    ks = list(override) if override else list(lever.ks)
     if not ks:
-        raise ConfigError(
-            f"lever '{lever.name}' has K values {lever.ks} but grid.ks={restrict} keeps none; "
-            "change grid.ks or the lever's ks"
-        )
+        raise ConfigError(f"lever '{lever.name}' has no K values; set ks in its file or grid.ks")
     for k in ks:
         if k <= 0:
             raise ConfigError(f"lever '{lever.name}': K must be positive, got {k}")
+    if len(set(ks)) != len(ks):
+        raise ConfigError(f"lever '{lever.name}': K values repeat: {ks}")
     return ks
+
+
+def max_node_gpus(cluster: ClusterSpec) -> int | None:
+    """GPUs of the largest node described, or None when the cluster is not described."""
+    return max((n.gpus for n in cluster.nodes), default=None)
 
 
 def validate(config: Config) -> None:
@@ -44,35 +66,61 @@ def validate(config: Config) -> None:
             raise ConfigError(f"grid.{what} is empty; name at least one (e.g. grid.{what}=[...])")
         if len(set(names)) != len(names):
             raise ConfigError(f"grid.{what} lists a name twice: {names}")
+    unknown_ks = set(grid.ks) - set(grid.levers)
+    if unknown_ks:
+        raise ConfigError(f"grid.ks names levers not in grid.levers: {sorted(unknown_ks)}")
     if grid.repeats < 1:
         raise ConfigError(f"grid.repeats must be >= 1, got {grid.repeats}")
-    if config.load.concurrency < 1:
-        raise ConfigError(f"load.concurrency must be >= 1, got {config.load.concurrency}")
-    if config.load.max_tokens < 1:
-        raise ConfigError(f"load.max_tokens must be >= 1, got {config.load.max_tokens}")
-    if config.load.num_prompts < 1:
-        raise ConfigError(f"load.num_prompts must be >= 1, got {config.load.num_prompts}")
+    for name in ("concurrency", "max_tokens", "num_prompts"):
+        if getattr(config.load, name) < 1:
+            raise ConfigError(f"load.{name} must be >= 1, got {getattr(config.load, name)}")
 
 
-def expand(config: Config, conf_dir: Path = CONF_DIR) -> list[Cell]:
-    """All cells of the grid, grouped so cells sharing an engine spec are adjacent.
+def check_model_fits(model: ModelSpec, cluster: ClusterSpec) -> None:
+    largest = max_node_gpus(cluster)
+    if model.tp < 1:
+        raise ConfigError(f"model '{model.name}': tp must be >= 1, got {model.tp}")
+    if largest is not None and model.tp > largest:
+        raise ConfigError(
+            f"model '{model.name}' needs {model.tp} GPUs on one node but the largest node of "
+            f"cluster '{cluster.name}' has {largest}; pick another cluster or lower its tp"
+        )
 
-    Order: model, lever, K (one engine each), then repeat and corpus.
+
+def skip_reason(model: ModelSpec, lever: LeverSpec) -> str | None:
+    if lever.quantized and not model.quantized_variant:
+        return "the model has no quantized_variant (set one in its conf/model file)"
+    return None
+
+
+def expand_all(config: Config, conf_dir: Path = CONF_DIR) -> Expansion:
+    """All cells of the grid plus the skipped combinations.
+
+    Order: model, lever, K (one engine spec each), then repeat and corpus, so
+    cells sharing an engine spec are adjacent.
     """
     validate(config)
     grid = config.grid
     models = [load_spec(ModelSpec, name, conf_dir) for name in grid.models]
     levers = [load_spec(LeverSpec, name, conf_dir) for name in grid.levers]
     corpora = [load_spec(CorpusSpec, name, conf_dir) for name in grid.corpora]
-    cells = []
+    cells, skipped = [], []
     for model in models:
+        check_model_fits(model, config.cluster)
         for lever in levers:
-            for k in lever_ks(lever, grid.ks):
+            if reason := skip_reason(model, lever):
+                skipped.append(Skipped(model.name, lever.name, reason))
+                continue
+            for k in lever_ks(lever, grid.ks.get(lever.name)):
                 spec = EngineSpec(model=model, lever=lever, k=k, engine=config.engine)
                 for repeat in range(grid.repeats):
-                    for corpus in corpora:
-                        cells.append(Cell(spec, corpus, config.load, repeat))
+                    cells.extend(Cell(spec, corpus, config.load, repeat) for corpus in corpora)
     keys = [c.key for c in cells]
     if len(set(keys)) != len(keys):
         raise ConfigError("two cells have the same key; the grid lists the same combination twice")
-    return cells
+    return Expansion(cells, skipped)
+
+
+def expand(config: Config, conf_dir: Path = CONF_DIR) -> list[Cell]:
+    """The runnable cells of the grid (see expand_all for the skipped ones)."""
+    return expand_all(config, conf_dir).cells

@@ -32,6 +32,10 @@ class ModelSpec:
     quantized_variant: str | None = None
     # Name under which the server exposes the model (`--served-model-name`).
     served_name: str | None = None
+    # Active parameters per token (MoE); equals params_b for dense models.
+    active_params_b: float | None = None
+    # Expected output tok/s at the study's load, for `plan`'s cost model only.
+    expected_tok_per_s: float | None = None
     extra_args: list[str] = field(default_factory=list)
 
 
@@ -45,6 +49,12 @@ class LeverSpec:
     spec_method: str | None = None
     # K values this lever is swept over; empty for levers without a K.
     ks: list[int] = field(default_factory=list)
+    # K values a runtime controller picks from (dynk); the launch uses max(K).
+    dynamic_ks: list[int] = field(default_factory=list)
+    # Serve the model's quantised variant (ModelSpec.quantized_variant).
+    quantized: bool = False
+    # Entry-point name in `vllm.general_plugins` this lever needs loaded.
+    requires_plugin: str | None = None
     # True/False pins `--async-scheduling`/`--no-async-scheduling`; None = vLLM's default.
     async_scheduling: bool | None = None
     # Merged into `--compilation-config` (e.g. cudagraph_mode).
@@ -99,6 +109,9 @@ class EngineConfig:
     gpu_memory_utilization: float | None = 0.85
     max_model_len: int = 16384
     max_num_seqs: int | None = None
+    # Decode batch size that FULL CUDA graphs must cover under speculative
+    # decoding: capture size >= (1+K) x this (usually the load's concurrency).
+    cudagraph_concurrency: int = 32
     start_timeout_s: float = 900.0
     stop_timeout_s: float = 30.0
     extra_args: list[str] = field(default_factory=list)
@@ -111,8 +124,9 @@ class GridSpec:
     models: list[str] = field(default_factory=list)
     corpora: list[str] = field(default_factory=list)
     levers: list[str] = field(default_factory=list)
-    # Restricts the levers' own K lists when set (e.g. [8] for a smoke run).
-    ks: list[int] | None = None
+    # Replaces a lever's own K list, per lever: e.g. {bestkpad: [4, 8]} in YAML,
+    # `+grid.ks.bestkpad=[4,8]` on the command line.
+    ks: dict[str, list[int]] = field(default_factory=dict)
     repeats: int = 1
 
 
@@ -130,10 +144,46 @@ class PathsConfig:
 class RayConfig:
     # None starts (or joins, under `ray job submit`) a cluster as ray.init() does.
     address: str | None = None
-    cpus_per_engine: float = 1.0
+    # CPUs reserved per engine; the CPU engine uses two cores (one compute
+    # thread, one for the API server and client), so a 2-core machine runs
+    # one engine at a time instead of two that slow each other down.
+    cpus_per_engine: float = 2.0
     # Reserve `tp` GPUs per engine; off on machines without GPUs.
     use_gpus: bool = False
     max_in_flight: int = 4
+
+
+@dataclass
+class NodeSpec:
+    """A kind of node in a cluster description used by `plan`."""
+
+    count: int = 1
+    gpus: int = 8
+    cpus: int = 128
+
+
+@dataclass
+class ClusterSpec:
+    """What the grid runs on; `plan` checks bundles fit and prices GPU-hours."""
+
+    name: str = "local"
+    gpu_type: str | None = None
+    # Empty = whatever `ray.init()` finds (the local default).
+    nodes: list[NodeSpec] = field(default_factory=list)
+
+
+@dataclass
+class PlanConfig:
+    """`plan`'s cost model: engine start + prompts x output tokens / expected rate."""
+
+    # Seconds from launch to ready, per engine (H200 measured 90-250 s).
+    engine_start_s: float = 180.0
+    # Mean output tokens per request as a fraction of max_tokens.
+    output_fill: float = 0.5
+    # Per-model override of ModelSpec.expected_tok_per_s, e.g. plan.rates={tiny: 30}.
+    rates: dict[str, float] = field(default_factory=dict)
+    # Used when a model states no rate.
+    default_tok_per_s: float = 1000.0
 
 
 @dataclass
@@ -144,6 +194,8 @@ class Config:
     load: LoadSpec = field(default_factory=LoadSpec)
     paths: PathsConfig = field(default_factory=PathsConfig)
     ray: RayConfig = field(default_factory=RayConfig)
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    plan: PlanConfig = field(default_factory=PlanConfig)
     # Tag every stored row with this; None = a fresh id per launch.
     session_id: str | None = None
 
@@ -154,3 +206,4 @@ def register() -> None:
     cs.store(name="config_schema", node=Config)
     cs.store(group="engine", name="engine_schema", node=EngineConfig)
     cs.store(group="load", name="load_schema", node=LoadSpec)
+    cs.store(group="cluster", name="cluster_schema", node=ClusterSpec)

@@ -8,7 +8,10 @@ Readiness is /health answering 200: the socket opens before the model is loaded.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import os
+import sys
 import secrets
 import signal
 import socket
@@ -26,7 +29,18 @@ from grid.errors import EngineError
 from workers.engine_args import Endpoint
 
 POLL_INTERVAL_S = 0.5
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 LOG_TAIL_LINES = 40
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM it when the parent (the Ray actor) dies.
+
+    The engine runs in its own session, so a SIGKILLed actor would otherwise
+    leave it running; vLLM's own processes follow their API server down.
+    """
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -103,6 +117,7 @@ class Engine:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         try:
             self._wait_ready(start_ns)

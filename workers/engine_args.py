@@ -39,8 +39,7 @@ def served_name(spec: EngineSpec) -> str:
 
 def model_path(spec: EngineSpec, models_dir: Path) -> str:
     """Weights the engine loads: the quantised variant for levers that ask for it."""
-    wants_variant = spec.lever.name.startswith("w4a4")
-    path = spec.model.quantized_variant if wants_variant else spec.model.path
+    path = spec.model.quantized_variant if spec.lever.quantized else spec.model.path
     return resolve_model_path(path or spec.model.path, models_dir)
 
 
@@ -52,6 +51,22 @@ def speculative_config(spec: EngineSpec) -> dict | None:
         "num_speculative_tokens": spec.k,
         **spec.lever.speculative_extra,
     }
+
+
+def compilation_config(spec: EngineSpec) -> dict | None:
+    """The lever's compilation settings, with the CUDA-graph capture ceiling sized for K.
+
+    Under speculative decoding a decode step of `c` requests has (1+K) x c tokens;
+    FULL graphs only cover batches up to max_cudagraph_capture_size (default
+    min(max_num_seqs x (1+K) x 2, 512) on Hopper), so it is raised to at least that.
+    Eager engines (the CPU default) capture nothing and get no compilation config.
+    """
+    if not spec.lever.compilation or spec.engine.enforce_eager:
+        return None
+    compilation = dict(spec.lever.compilation)
+    if spec.k and "max_cudagraph_capture_size" not in compilation:
+        compilation["max_cudagraph_capture_size"] = (1 + spec.k) * spec.engine.cudagraph_concurrency
+    return compilation
 
 
 def serve_argv(spec: EngineSpec, endpoint: Endpoint, models_dir: Path) -> list[str]:
@@ -75,8 +90,8 @@ def serve_argv(spec: EngineSpec, endpoint: Endpoint, models_dir: Path) -> list[s
         argv.append("--async-scheduling" if lever.async_scheduling else "--no-async-scheduling")
     if (spec_cfg := speculative_config(spec)) is not None:
         argv += ["--speculative-config", json.dumps(spec_cfg, sort_keys=True)]
-    if lever.compilation:
-        argv += ["--compilation-config", json.dumps(dict(lever.compilation), sort_keys=True)]
+    if (compilation := compilation_config(spec)) is not None:
+        argv += ["--compilation-config", json.dumps(compilation, sort_keys=True)]
     return argv + list(model.extra_args) + list(lever.extra_args) + list(engine.extra_args)
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from grid.compose import compose_config
 from grid.errors import ConfigError
-from grid.expand import expand, to_config
+from grid.expand import expand, expand_all, to_config
 from grid.plan import group_by_engine
 
 CONF = Path(__file__).resolve().parents[3] / "conf"
@@ -35,13 +35,13 @@ def test_cells_sharing_an_engine_share_one_launch():
 
 
 def test_k_sweep_gives_one_engine_per_k():
-    cells = cells_for("experiment=smoke", "grid.levers=[suffix]", "grid.ks=[4,8]")
+    cells = cells_for("experiment=smoke", "grid.levers=[suffix]", "+grid.ks.suffix=[4,8]")
     assert sorted({c.engine_spec.k for c in cells}) == [4, 8]
     assert len(group_by_engine(cells)) == 2
 
 
-def test_lever_without_drafts_ignores_k_restriction():
-    cells = cells_for("experiment=smoke", "grid.levers=[van]", "grid.ks=[4]")
+def test_lever_without_drafts_runs_at_k0():
+    cells = cells_for("experiment=smoke", "grid.levers=[van]")
     assert {c.engine_spec.k for c in cells} == {0}
 
 
@@ -51,7 +51,11 @@ def test_lever_without_drafts_ignores_k_restriction():
         ("grid.models=[nosuchmodel]", "unknown model 'nosuchmodel'"),
         ("grid.levers=[van,warp]", "unknown lever 'warp'"),
         ("grid.corpora=[poems]", "unknown corpus 'poems'"),
-        ("grid.ks=[3]", "keeps none"),
+        ("+grid.ks.suffix=[0]", "K must be positive"),
+        ("+grid.ks.suffix=[4,4]", "K values repeat"),
+        ("+grid.ks.bestkpad=[4]", "not in grid.levers"),
+        ("+grid.ks.van=[4]", "has no drafts"),
+        ("load.max_tokens=0", "load.max_tokens must be >= 1"),
         ("load.concurrency=0", "load.concurrency must be >= 1"),
         ("grid.repeats=0", "grid.repeats must be >= 1"),
         ("grid.levers=[van,van]", "lists a name twice"),
@@ -79,3 +83,31 @@ def test_malformed_overrides_are_one_config_error(override):
 @pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
 def test_every_shipped_experiment_composes_and_expands(experiment):
     assert cells_for(f"experiment={experiment}")
+
+
+def test_tp_larger_than_any_node_is_rejected():
+    with pytest.raises(ConfigError, match="needs 8 GPUs on one node .* has 4"):
+        cells_for("experiment=final", "cluster.nodes=[{count:2,gpus:4}]")
+
+
+def test_w4a4_without_variant_is_skipped_with_reason():
+    expansion = expand_all(to_config(compose_config(["experiment=smoke", "grid.levers=[van,w4a4]"])))
+    assert {c.engine_spec.lever.name for c in expansion.cells} == {"van"}
+    assert len(expansion.skipped) == 1
+    assert "no quantized_variant" in expansion.skipped[0].reason
+
+
+def test_final_grid_shape():
+    expansion = expand_all(to_config(compose_config(["experiment=final"])))
+    groups = group_by_engine(expansion.cells)
+    models = {g.spec.model.name for g in groups}
+    assert len(models) == 11
+    assert {c.corpus.name for c in expansion.cells} == {
+        "chat", "chat_bench", "code_complete", "code_edit", "summarize", "rag_qa", "agentic", "mix"}
+    with_variant = {g.spec.model.name for g in groups if g.spec.lever.name == "w4a4"}
+    # van + suffix + bestkpad x 4 K + dynk, plus w4a4 where a variant exists.
+    assert len(groups) == 7 * 11 + len(with_variant)
+    assert len(expansion.cells) == 8 * len(groups)
+    assert len(expansion.skipped) == 11 - len(with_variant)
+    big = {g.spec.model.name for g in groups if g.gpus == 8}
+    assert {"llama31_405b_fp8", "deepseek_r1"} <= big

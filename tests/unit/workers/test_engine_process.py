@@ -44,3 +44,41 @@ def test_endpoints_get_distinct_ports_and_keys():
     a, b = new_endpoint(), new_endpoint()
     assert a.host == "127.0.0.1"
     assert a.api_key != b.api_key
+
+
+def test_engine_dies_when_its_parent_is_killed(tmp_path):
+    """A SIGKILLed parent (e.g. a Ray actor) must not leave its engine running."""
+    import signal
+    import subprocess
+    import time
+
+    pid_file = tmp_path / "engine.pid"
+    parent_code = textwrap.dedent(
+        f"""
+        import sys, time
+        from pathlib import Path
+        from workers.engine import Engine, new_endpoint
+        eng = Engine([sys.executable, "-c", "import time; time.sleep(600)"], {{}}, new_endpoint(),
+                     Path({str(tmp_path / 'e.log')!r}), start_timeout_s=600)
+        import threading
+        threading.Thread(target=eng.start, daemon=True).start()
+        while eng.proc is None:
+            time.sleep(0.05)
+        Path({str(pid_file)!r}).write_text(str(eng.proc.pid))
+        time.sleep(600)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", parent_code])
+    deadline = time.time() + 30
+    while not pid_file.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    engine_pid = int(pid_file.read_text())
+    assert psutil.pid_exists(engine_pid)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    try:
+        engine = psutil.Process(engine_pid)
+    except psutil.NoSuchProcess:
+        return  # already gone and reaped
+    _, alive = psutil.wait_procs([engine], timeout=10)
+    assert not alive

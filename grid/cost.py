@@ -1,0 +1,53 @@
+"""`plan`'s cost model. Pure.
+
+GPU-seconds of an engine group = (engine_start_s + sum over its cells of
+output tokens / expected rate) x GPUs, where output tokens per cell =
+(num_prompts + warmup_requests) x max_tokens x output_fill. The rate is
+plan.rates[model], else the model's expected_tok_per_s, else plan.default_tok_per_s;
+each figure says which one it used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grid.cells import Cell
+from grid.plan import EngineGroup
+from grid.schema import ModelSpec, PlanConfig
+
+
+@dataclass(frozen=True)
+class GroupCost:
+    group: EngineGroup
+    rate_tok_per_s: float
+    rate_source: str
+    start_s: float
+    run_s: float
+
+    @property
+    def wall_s(self) -> float:
+        return self.start_s + self.run_s
+
+    @property
+    def gpu_s(self) -> float:
+        return self.wall_s * self.group.gpus
+
+
+def rate_for(model: ModelSpec, plan: PlanConfig) -> tuple[float, str]:
+    """Expected output tok/s of one engine of `model`, and where the figure comes from."""
+    if model.name in plan.rates:
+        return plan.rates[model.name], "plan.rates override"
+    if model.expected_tok_per_s:
+        return model.expected_tok_per_s, f"conf/model/{model.name}.yaml"
+    return plan.default_tok_per_s, "plan.default_tok_per_s"
+
+
+def cell_output_tokens(cell: Cell, plan: PlanConfig) -> float:
+    load = cell.load
+    return (load.num_prompts + load.warmup_requests) * load.max_tokens * plan.output_fill
+
+
+def group_cost(group: EngineGroup, plan: PlanConfig) -> GroupCost:
+    rate, source = rate_for(group.spec.model, plan)
+    run_s = sum(cell_output_tokens(cell, plan) for cell in group.cells) / rate
+    return GroupCost(group, rate, source, plan.engine_start_s, run_s)

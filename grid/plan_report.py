@@ -1,0 +1,98 @@
+"""`python -m grid plan`: what a grid will cost, as a table or JSON, before any launch."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import asdict
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from grid.compose import compose_config
+from grid.cost import GroupCost, group_cost
+from grid.expand import expand_all, to_config
+from grid.plan import group_by_engine
+
+
+def plan_summary(overrides: list[str]) -> dict[str, Any]:
+    """The plan of the grid `overrides` describe, as plain data."""
+    config = to_config(compose_config(overrides))
+    expansion = expand_all(config)
+    costs = [group_cost(g, config.plan) for g in group_by_engine(expansion.cells)]
+    by_model: dict[str, list[GroupCost]] = defaultdict(list)
+    for cost in costs:
+        by_model[cost.group.spec.model.name].append(cost)
+    bundles = [
+        {
+            "model": model,
+            "gpus": group_costs[0].group.gpus,
+            "engine_launches": len(group_costs),
+            "cells": sum(len(c.group.cells) for c in group_costs),
+            "levers": sorted({c.group.spec.label.split("/", 1)[1] for c in group_costs}),
+            "gpu_hours": sum(c.gpu_s for c in group_costs) / 3600,
+            "rate_tok_per_s": group_costs[0].rate_tok_per_s,
+            "rate_source": group_costs[0].rate_source,
+        }
+        for model, group_costs in by_model.items()
+    ]
+    return {
+        "experiment": config.name,
+        "cluster": config.cluster.name,
+        "cells": len(expansion.cells),
+        "engine_launches": len(costs),
+        "gpu_hours": sum(c.gpu_s for c in costs) / 3600,
+        "bundles": bundles,
+        "skipped": [asdict(s) for s in expansion.skipped],
+        "cost_model": {
+            "formula": "(engine_start_s + (num_prompts + warmup_requests) x max_tokens x output_fill "
+                       "/ rate per cell) x gpus",
+            **asdict(config.plan),
+            "load": asdict(config.load),
+        },
+    }
+
+
+def render_plan(summary: dict[str, Any], console: Console) -> None:
+    table = Table(title=f"plan: experiment={summary['experiment']} cluster={summary['cluster']}")
+    for header in ("model", "GPUs", "launches", "cells", "GPU-h", "tok/s*"):
+        table.add_column(header, justify="left" if header == "model" else "right", no_wrap=True)
+    for b in summary["bundles"]:
+        mark = "" if b["rate_source"].startswith("conf/model") else " †"
+        table.add_row(b["model"], str(b["gpus"]), str(b["engine_launches"]), str(b["cells"]),
+                      f"{b['gpu_hours']:,.1f}", f"{b['rate_tok_per_s']:,.0f}{mark}")
+    console.print(table)
+    console.print("* expected output tok/s per engine: the model file's expected_tok_per_s; "
+                  "† plan.rates or plan.default_tok_per_s")
+    console.print(
+        f"{summary['cells']} cells on {summary['engine_launches']} engine launches, "
+        f"{summary['gpu_hours']:,.1f} GPU-hours estimated"
+    )
+    by_reason: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for skip in summary["skipped"]:
+        by_reason[(skip["lever"], skip["reason"])].append(skip["model"])
+    for (lever, reason), models in by_reason.items():
+        console.print(f"skipped lever {lever} for {', '.join(models)}: {reason}")
+    console.print(f"cost model: {summary['cost_model']['formula']}; override rates with plan.rates")
+
+
+def plan(overrides: list[str], console: Console | None = None) -> int:
+    console = console or Console()
+    fmt = "table"
+    rest = []
+    for item in overrides:
+        if item.startswith("format="):
+            fmt = item.split("=", 1)[1]
+        else:
+            rest.append(item)
+    if fmt not in ("table", "json"):
+        from grid.errors import ConfigError
+
+        raise ConfigError(f"format must be table or json, got '{fmt}'")
+    summary = plan_summary(rest)
+    if fmt == "json":
+        print(json.dumps(summary, indent=2))
+    else:
+        render_plan(summary, console)
+    return 0
