@@ -11,8 +11,18 @@ from rich.table import Table
 from store.read import connect
 
 COLUMNS = [
-    "model", "corpus", "lever", "k", "output_tok_per_s", "ttft_ms_p50", "tpot_ms_p50",
-    "acceptance_rate", "draft_tokens_per_draft", "engine_ready_s", "n_ok", "n_errors",
+    "model",
+    "corpus",
+    "lever",
+    "k",
+    "output_tok_per_s",
+    "ttft_ms_p50",
+    "tpot_ms_p50",
+    "acceptance_rate",
+    "draft_tokens_per_draft",
+    "engine_ready_s",
+    "n_ok",
+    "n_errors",
 ]
 
 
@@ -47,15 +57,35 @@ def _fmt(value: object, digits: int = 1) -> str:
 
 def render(frame: pd.DataFrame, console: Console | None = None) -> None:
     table = Table(title="cells (latest ok attempt each)")
-    headers = ["model", "corpus", "lever", "K", "out tok/s", "TTFT p50 ms", "TPOT p50 ms",
-               "accept", "draft tok/draft", "x van", "ready s", "ok/err"]
+    headers = [
+        "model",
+        "corpus",
+        "lever",
+        "K",
+        "out tok/s",
+        "TTFT p50 ms",
+        "TPOT p50 ms",
+        "accept",
+        "draft tok/draft",
+        "x van",
+        "ready s",
+        "ok/err",
+    ]
     for header in headers:
         table.add_column(header, justify="right" if header not in ("model", "corpus", "lever") else "left")
     for row in frame.itertuples():
         table.add_row(
-            row.model, row.corpus, row.lever, str(row.k or "-"), _fmt(row.output_tok_per_s),
-            _fmt(row.ttft_ms_p50), _fmt(row.tpot_ms_p50), _fmt(row.acceptance_rate, 2),
-            _fmt(row.draft_tokens_per_draft, 2), _fmt(row.speedup_vs_van, 2),
-            _fmt(row.engine_ready_s, 0), f"{row.n_ok}/{row.n_errors}",
+            row.model,
+            row.corpus,
+            row.lever,
+            str(row.k or "-"),
+            _fmt(row.output_tok_per_s),
+            _fmt(row.ttft_ms_p50),
+            _fmt(row.tpot_ms_p50),
+            _fmt(row.acceptance_rate, 2),
+            _fmt(row.draft_tokens_per_draft, 2),
+            _fmt(row.speedup_vs_van, 2),
+            _fmt(row.engine_ready_s, 0),
+            f"{row.n_ok}/{row.n_errors}",
         )
     (console or Console()).print(table)

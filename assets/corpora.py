@@ -32,7 +32,10 @@ def mtbench_rows() -> Iterator[dict[str, Any]]:
         for line in handle:
             question = json.loads(line)
             content = question["turns"][0]
-            yield {"id": f"mtbench-{question['question_id']}", "messages": [{"role": "user", "content": content}]}
+            yield {
+                "id": f"mtbench-{question['question_id']}",
+                "messages": [{"role": "user", "content": content}],
+            }
 
 
 BUILDERS = {"code_complete": humaneval_rows, "chat_bench": mtbench_rows}

@@ -1,8 +1,8 @@
 """Command line: `python -m grid <command> [hydra overrides]`.
 
-  run      run the grid (default experiment: smoke) and print the summary table
-  plan     print cells, engine launches, GPU bundles and GPU-hours (format=json for JSON)
-  summary  print the summary table of the store
+run      run the grid (default experiment: smoke) and print the summary table
+plan     print cells, engine launches, GPU bundles and GPU-hours (format=json for JSON)
+summary  print the summary table of the store
 """
 
 from __future__ import annotations

@@ -38,7 +38,9 @@ def load_spec(kind: type[SpecT], name: str, conf_dir: Path = CONF_DIR) -> SpecT:
         merged = OmegaConf.merge(OmegaConf.structured(kind), OmegaConf.load(path))
         spec = OmegaConf.to_object(merged)
     except OmegaConfBaseException as exc:
-        raise ConfigError(f"{path}: {str(exc).splitlines()[0]}; fix the file against grid/schema.py:{kind.__name__}") from exc
+        raise ConfigError(
+            f"{path}: {str(exc).splitlines()[0]}; fix the file against grid/schema.py:{kind.__name__}"
+        ) from exc
     if spec.name != name:
         raise ConfigError(f"{path}: name '{spec.name}' must equal the file name '{name}'")
     return spec

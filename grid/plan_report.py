@@ -47,7 +47,7 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
         "skipped": [asdict(s) for s in expansion.skipped],
         "cost_model": {
             "formula": "(engine_start_s + (num_prompts + warmup_requests) x max_tokens x output_fill "
-                       "/ rate per cell) x gpus",
+            "/ rate per cell) x gpus",
             **asdict(config.plan),
             "load": asdict(config.load),
         },
@@ -60,11 +60,19 @@ def render_plan(summary: dict[str, Any], console: Console) -> None:
         table.add_column(header, justify="left" if header == "model" else "right", no_wrap=True)
     for b in summary["bundles"]:
         mark = "" if b["rate_source"].startswith("conf/model") else " †"
-        table.add_row(b["model"], str(b["gpus"]), str(b["engine_launches"]), str(b["cells"]),
-                      f"{b['gpu_hours']:,.1f}", f"{b['rate_tok_per_s']:,.0f}{mark}")
+        table.add_row(
+            b["model"],
+            str(b["gpus"]),
+            str(b["engine_launches"]),
+            str(b["cells"]),
+            f"{b['gpu_hours']:,.1f}",
+            f"{b['rate_tok_per_s']:,.0f}{mark}",
+        )
     console.print(table)
-    console.print("* expected output tok/s per engine: the model file's expected_tok_per_s; "
-                  "† plan.rates or plan.default_tok_per_s")
+    console.print(
+        "* expected output tok/s per engine: the model file's expected_tok_per_s; "
+        "† plan.rates or plan.default_tok_per_s"
+    )
     console.print(
         f"{summary['cells']} cells on {summary['engine_launches']} engine launches, "
         f"{summary['gpu_hours']:,.1f} GPU-hours estimated"
@@ -74,7 +82,9 @@ def render_plan(summary: dict[str, Any], console: Console) -> None:
         by_reason[(skip["lever"], skip["reason"])].append(skip["model"])
     for (lever, reason), models in by_reason.items():
         console.print(f"skipped lever {lever} for {', '.join(models)}: {reason}")
-    console.print(f"cost model: {summary['cost_model']['formula']}; override rates with plan.rates")
+    console.print(
+        f"cost model: {summary['cost_model']['formula']}; override a rate with +plan.rates.<model>=<tok/s>"
+    )
 
 
 def plan(overrides: list[str], console: Console | None = None) -> int:

@@ -44,7 +44,9 @@ def run(overrides: list[str], console: Console | None = None) -> int:
 
     def report(outcome: CellOutcome) -> None:
         figure = f"{outcome.output_tok_per_s:,.1f} tok/s" if outcome.output_tok_per_s else outcome.error
-        console.print(f"  [{'green' if outcome.status == 'ok' else 'red'}]{outcome.status}[/] {outcome.label}: {figure}")
+        console.print(
+            f"  [{'green' if outcome.status == 'ok' else 'red'}]{outcome.status}[/] {outcome.label}: {figure}"
+        )
 
     from grid.schedule import run_groups  # Ray only once everything else checked out
 

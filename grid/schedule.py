@@ -74,7 +74,9 @@ def run_groups(
             try:
                 results = ray.get(ref)
             except RayError as exc:
-                results = lost_outcomes(group, ctx, f"worker lost: {type(exc).__name__}: {exc}".splitlines()[0])
+                results = lost_outcomes(
+                    group, ctx, f"worker lost: {type(exc).__name__}: {exc}".splitlines()[0]
+                )
             ray.kill(actor)
             for outcome in results:
                 on_outcome(outcome)

@@ -180,7 +180,7 @@ class PlanConfig:
     engine_start_s: float = 180.0
     # Mean output tokens per request as a fraction of max_tokens.
     output_fill: float = 0.5
-    # Per-model override of ModelSpec.expected_tok_per_s, e.g. plan.rates={tiny: 30}.
+    # Per-model override of ModelSpec.expected_tok_per_s: `+plan.rates.tiny=30`.
     rates: dict[str, float] = field(default_factory=dict)
     # Used when a model states no rate.
     default_tok_per_s: float = 1000.0

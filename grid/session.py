@@ -23,7 +23,11 @@ def harness_version() -> str:
     try:
         out = subprocess.run(
             ["git", "describe", "--always", "--dirty", "--abbrev=12"],
-            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10, check=True,
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         )
         return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):

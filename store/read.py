@@ -31,8 +31,15 @@ def attempts(root: Path) -> tuple[list[Attempt], list[str]]:
         try:
             data = json.loads(path.read_text())
             found.append(
-                Attempt(path.parent, data["cell_key"], data["attempt_id"], data["session_id"],
-                        data["status"], data.get("error"), data.get("written_at", ""))
+                Attempt(
+                    path.parent,
+                    data["cell_key"],
+                    data["attempt_id"],
+                    data["session_id"],
+                    data["status"],
+                    data.get("error"),
+                    data.get("written_at", ""),
+                )
             )
         except (OSError, ValueError, KeyError) as exc:
             problems.append(f"{path}: unreadable manifest ({exc}); ignored")

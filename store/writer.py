@@ -61,8 +61,16 @@ def write_ok_attempt(
     folder = layout.attempt_dir(tags["cell_key"], tags["attempt_id"])
     write_parquet(folder / REQUESTS, requests_table(records, tags))
     write_parquet(folder / SUMMARY, summary_table({**tags, **summary}))
-    write_json(folder / MANIFEST, {**tags, "status": "ok", "schema_version": SCHEMA_VERSION,
-                                   "files": [REQUESTS, SUMMARY], "written_at": utc_now()})
+    write_json(
+        folder / MANIFEST,
+        {
+            **tags,
+            "status": "ok",
+            "schema_version": SCHEMA_VERSION,
+            "files": [REQUESTS, SUMMARY],
+            "written_at": utc_now(),
+        },
+    )
     return folder
 
 
@@ -71,7 +79,16 @@ def write_failed_attempt(layout: StoreLayout, tags: dict[str, Any], error: str, 
     folder = layout.attempt_dir(tags["cell_key"], tags["attempt_id"])
     for name in (REQUESTS, SUMMARY):
         (folder / name).unlink(missing_ok=True)
-    write_json(folder / MANIFEST, {**tags, "status": "failed", "schema_version": SCHEMA_VERSION,
-                                   "error": error, "log_tail": log_tail, "files": [],
-                                   "written_at": utc_now()})
+    write_json(
+        folder / MANIFEST,
+        {
+            **tags,
+            "status": "failed",
+            "schema_version": SCHEMA_VERSION,
+            "error": error,
+            "log_tail": log_tail,
+            "files": [],
+            "written_at": utc_now(),
+        },
+    )
     return folder

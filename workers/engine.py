@@ -11,11 +11,11 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
-import sys
 import secrets
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request

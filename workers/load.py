@@ -89,7 +89,7 @@ async def send_one(
                 return
             async for line in resp.content:
                 lines.append((time.perf_counter_ns(), line))
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, aiohttp.ClientError) as exc:
         record.error_type = type(exc).__name__
         record.error_message = str(exc)[:500]
     finally:

@@ -23,7 +23,7 @@ class Prompt:
 def load_corpus(path: Path) -> list[Prompt]:
     """Read a corpus JSONL file; each line has `id` and `prompt` or `messages`."""
     if not path.is_file():
-        raise ConfigError(f"corpus file {path} is missing; build it with `make data` (python -m assets)")
+        raise ConfigError(f"corpus file {path} is missing; build it with `make assets` (python -m assets)")
     prompts = []
     with path.open() as handle:
         for line_no, line in enumerate(handle, 1):

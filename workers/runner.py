@@ -97,7 +97,9 @@ def summarize(records: list[RequestRecord], delta: ServerCounters, cpu_s: float)
 def run_cell(cell: Cell, engine: Engine, ctx: RunContext) -> tuple[list[RequestRecord], dict[str, Any]]:
     """Warm up, then measure one cell on a running engine."""
     corpus_path = ctx.data_dir / cell.corpus.path
-    plan = schedule(load_corpus(corpus_path), cell.load.warmup_requests, cell.load.num_prompts, cell.load.seed)
+    plan = schedule(
+        load_corpus(corpus_path), cell.load.warmup_requests, cell.load.num_prompts, cell.load.seed
+    )
     endpoint = engine.endpoint
     target = Target(endpoint.base_url, endpoint.api_key, served_name(cell.engine_spec), cell.corpus.endpoint)
     if plan.warmup:
@@ -135,7 +137,9 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
         version = engine_version(endpoint.base_url, endpoint.api_key)
         for cell in group.cells:
             if not engine.alive():
-                outcomes.append(_fail(layout, ctx, cell, "engine died earlier in this launch", log_tail(log_path)))
+                outcomes.append(
+                    _fail(layout, ctx, cell, "engine died earlier in this launch", log_tail(log_path))
+                )
                 continue
             outcomes.append(_run_and_store(cell, engine, ctx, layout, ready_s, version))
     finally:
@@ -156,7 +160,9 @@ def _run_and_store(
         write_ok_attempt(layout, tags, records, summary)
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
-        write_failed_attempt(layout, tags, error + "\n" + traceback.format_exc(limit=3), log_tail(engine.log_path))
+        write_failed_attempt(
+            layout, tags, error + "\n" + traceback.format_exc(limit=3), log_tail(engine.log_path)
+        )
         return CellOutcome(cell.key, cell.label, attempt_id, "failed", error)
     return CellOutcome(cell.key, cell.label, attempt_id, "ok", None, summary["output_tok_per_s"], ready_s)
 

@@ -67,7 +67,7 @@ def test_bad_grids_fail_before_launch_with_the_name(override, message):
 
 
 def test_unknown_name_error_lists_the_known_ones():
-    with pytest.raises(ConfigError, match="known models are .*tiny"):
+    with pytest.raises(ConfigError, match=r"known models are .*tiny"):
         cells_for("grid.models=[tinyy]")
 
 
@@ -86,7 +86,7 @@ def test_every_shipped_experiment_composes_and_expands(experiment):
 
 
 def test_tp_larger_than_any_node_is_rejected():
-    with pytest.raises(ConfigError, match="needs 8 GPUs on one node .* has 4"):
+    with pytest.raises(ConfigError, match=r"needs 8 GPUs on one node .* has 4"):
         cells_for("experiment=final", "cluster.nodes=[{count:2,gpus:4}]")
 
 
@@ -103,7 +103,15 @@ def test_final_grid_shape():
     models = {g.spec.model.name for g in groups}
     assert len(models) == 11
     assert {c.corpus.name for c in expansion.cells} == {
-        "chat", "chat_bench", "code_complete", "code_edit", "summarize", "rag_qa", "agentic", "mix"}
+        "chat",
+        "chat_bench",
+        "code_complete",
+        "code_edit",
+        "summarize",
+        "rag_qa",
+        "agentic",
+        "mix",
+    }
     with_variant = {g.spec.model.name for g in groups if g.spec.lever.name == "w4a4"}
     # van + suffix + bestkpad x 4 K + dynk, plus w4a4 where a variant exists.
     assert len(groups) == 7 * 11 + len(with_variant)

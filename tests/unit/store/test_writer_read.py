@@ -7,8 +7,19 @@ from workers.load import RequestRecord
 
 
 def records(n):
-    return [RequestRecord(i, f"p{i}", "measure", send_ns=i, end_ns=i + 10, chunk_ns=[i + 1, i + 2],
-                          n_chunks=2, completion_tokens=3) for i in range(n)]
+    return [
+        RequestRecord(
+            i,
+            f"p{i}",
+            "measure",
+            send_ns=i,
+            end_ns=i + 10,
+            chunk_ns=[i + 1, i + 2],
+            n_chunks=2,
+            completion_tokens=3,
+        )
+        for i in range(n)
+    ]
 
 
 def tags(cell, attempt):

@@ -31,7 +31,10 @@ def test_van_pins_async_scheduling_and_has_no_drafts():
 
 def test_suffix_passes_method_and_k():
     argv = serve_argv(specs()["suffix"], ENDPOINT, Path("/m"))
-    assert json.loads(flag_value(argv, "--speculative-config")) == {"method": "suffix", "num_speculative_tokens": 8}
+    assert json.loads(flag_value(argv, "--speculative-config")) == {
+        "method": "suffix",
+        "num_speculative_tokens": 8,
+    }
     assert "--async-scheduling" not in argv and "--no-async-scheduling" not in argv
 
 

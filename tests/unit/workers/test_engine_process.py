@@ -21,8 +21,14 @@ HANG_WITH_CHILD = textwrap.dedent(
 
 
 def engine(tmp_path, code, timeout_s):
-    return Engine([sys.executable, "-c", code], {}, new_endpoint(), tmp_path / "engine.log",
-                  start_timeout_s=timeout_s, stop_timeout_s=5)
+    return Engine(
+        [sys.executable, "-c", code],
+        {},
+        new_endpoint(),
+        tmp_path / "engine.log",
+        start_timeout_s=timeout_s,
+        stop_timeout_s=5,
+    )
 
 
 def test_exit_before_ready_fails_fast_with_log_tail(tmp_path):
@@ -59,7 +65,7 @@ def test_engine_dies_when_its_parent_is_killed(tmp_path):
         from pathlib import Path
         from workers.engine import Engine, new_endpoint
         eng = Engine([sys.executable, "-c", "import time; time.sleep(600)"], {{}}, new_endpoint(),
-                     Path({str(tmp_path / 'e.log')!r}), start_timeout_s=600)
+                     Path({str(tmp_path / "e.log")!r}), start_timeout_s=600)
         import threading
         threading.Thread(target=eng.start, daemon=True).start()
         while eng.proc is None:

@@ -5,8 +5,16 @@ from workers.load import RequestRecord
 
 
 def rec(send, chunks, end, tokens, error=None):
-    return RequestRecord(0, "p", "measure", send_ns=send, end_ns=end, chunk_ns=chunks,
-                         completion_tokens=tokens, error_type=error)
+    return RequestRecord(
+        0,
+        "p",
+        "measure",
+        send_ns=send,
+        end_ns=end,
+        chunk_ns=chunks,
+        completion_tokens=tokens,
+        error_type=error,
+    )
 
 
 def test_ttft_and_tpot_from_raw_timestamps():

@@ -10,7 +10,9 @@ def line(obj):
 
 
 def chat_chunk(content=None, finish=None):
-    return {"choices": [{"index": 0, "delta": {"content": content} if content else {}, "finish_reason": finish}]}
+    return {
+        "choices": [{"index": 0, "delta": {"content": content} if content else {}, "finish_reason": finish}]
+    }
 
 
 def test_data_payload_ignores_blank_comment_and_other_fields():

@@ -1,0 +1,52 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from grid.compose import compose_config
+from grid.cost import group_cost
+from grid.errors import ConfigError
+from grid.expand import expand, to_config
+from grid.plan import group_by_engine
+from grid.plan_report import plan, plan_summary
+
+
+def test_final_plan_json_via_the_cli():
+    out = subprocess.run(
+        [sys.executable, "-m", "grid", "plan", "experiment=final", "format=json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    summary = json.loads(out.stdout)
+    assert summary["cells"] == 8 * summary["engine_launches"]
+    gpus = {b["model"]: b["gpus"] for b in summary["bundles"]}
+    assert len(gpus) == 11
+    assert gpus["llama31_405b_fp8"] == 8 and gpus["deepseek_r1"] == 8
+    assert gpus["llama31_8b"] == 1
+
+
+def test_engine_launches_equal_engine_specs_not_cells():
+    summary = plan_summary(["experiment=final"])
+    cells = expand(to_config(compose_config(["experiment=final"])))
+    assert summary["engine_launches"] == len({c.engine_spec.key for c in cells}) < len(cells)
+
+
+def test_gpu_hours_follow_the_stated_cost_model():
+    config = to_config(
+        compose_config(
+            ["experiment=smoke", "+plan.rates.tiny=10", "plan.engine_start_s=100", "plan.output_fill=1.0"]
+        )
+    )
+    group = group_by_engine(expand(config))[0]
+    cost = group_cost(group, config.plan)
+    tokens = 2 * (config.load.num_prompts + config.load.warmup_requests) * config.load.max_tokens
+    assert cost.rate_source == "plan.rates override"
+    assert cost.wall_s == pytest.approx(100 + tokens / 10)
+    assert cost.gpu_s == cost.wall_s  # tp 1
+
+
+def test_unknown_format_is_an_error():
+    with pytest.raises(ConfigError, match="format must be table or json"):
+        plan(["format=xml"])
