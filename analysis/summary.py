@@ -88,4 +88,4 @@ def render(frame: pd.DataFrame, console: Console | None = None) -> None:
             _fmt(row.engine_ready_s, 0),
             f"{row.n_ok}/{row.n_errors}",
         )
-    (console or Console()).print(table)
+    (console or Console(width=160)).print(table)

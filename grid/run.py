@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict
 
 from rich.console import Console
@@ -22,7 +23,8 @@ from workers.runner import CellOutcome, RunContext
 
 def run(overrides: list[str], console: Console | None = None) -> int:
     """Run the grid the overrides describe; return the exit code (1 if any cell failed)."""
-    console = console or Console()
+    # Wide enough for the summary table when output goes to a file or CI log.
+    console = console or Console(width=None if sys.stdout.isatty() else 160)
     config = to_config(compose_config(overrides))
     cells = expand(config)
     groups = group_by_engine(cells)

@@ -18,6 +18,8 @@ from grid.schema import LoadSpec
 from workers.prompts import Prompt
 from workers.sse import decode_stream
 
+KEEPALIVE_S = 2.0
+
 
 @dataclass
 class RequestRecord:
@@ -125,7 +127,10 @@ async def run_load(target: Target, prompts: list[Prompt], load: LoadSpec, phase:
     next_idx = 0
     timeout = aiohttp.ClientTimeout(total=load.request_timeout_s)
     headers = {"Authorization": f"Bearer {target.api_key}"}
-    connector = aiohttp.TCPConnector(limit=load.concurrency)
+    # vLLM's HTTP server closes idle keep-alive connections after 5 s
+    # (VLLM_HTTP_TIMEOUT_KEEP_ALIVE); reusing one it just closed fails with
+    # "Can not write request body". Drop ours first.
+    connector = aiohttp.TCPConnector(limit=load.concurrency, keepalive_timeout=KEEPALIVE_S)
 
     async def worker(session: aiohttp.ClientSession) -> None:
         nonlocal next_idx

@@ -1,0 +1,78 @@
+"""A stand-in OpenAI-compatible streaming server, for tests of the client (not of the engine).
+
+Streams `tokens` tokens per request, `tokens_per_chunk` per SSE chunk (as with
+speculative decoding), after `delay_s` per chunk, then a usage chunk and [DONE].
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from aiohttp import web
+
+
+@dataclass
+class StubSettings:
+    tokens: int = 16
+    tokens_per_chunk: int = 1
+    delay_s: float = 0.0
+    keepalive_s: float = 75.0
+
+
+def _chunk(body: dict, text: str, finish: str | None) -> bytes:
+    if "messages" in body:
+        choice = {"index": 0, "delta": {"content": text}, "finish_reason": finish}
+    else:
+        choice = {"index": 0, "text": text, "finish_reason": finish}
+    return b"data: " + json.dumps({"choices": [choice]}).encode() + b"\n\n"
+
+
+def make_app(settings: StubSettings) -> web.Application:
+    async def stream(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        tokens = min(settings.tokens, body.get("max_tokens", settings.tokens))
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        sent = 0
+        while sent < tokens:
+            n = min(settings.tokens_per_chunk, tokens - sent)
+            sent += n
+            if settings.delay_s:
+                await asyncio.sleep(settings.delay_s)
+            finish = "length" if sent == tokens else None
+            await resp.write(_chunk(body, "tok " * n, finish))
+        usage = {"prompt_tokens": 3, "completion_tokens": tokens, "total_tokens": tokens + 3}
+        await resp.write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", stream)
+    app.router.add_post("/v1/chat/completions", stream)
+    return app
+
+
+@contextmanager
+def serve_stub(settings: StubSettings) -> Iterator[str]:
+    """Run the stub on a free loopback port in a thread; yield its base URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(make_app(settings), keepalive_timeout=settings.keepalive_s)
+    loop.run_until_complete(runner.setup())
+    loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", port).start())
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
