@@ -11,7 +11,7 @@ import sys
 
 from grid.errors import GridError
 
-USAGE = "usage: python -m grid {run,plan,summary} [key=value ...]  (e.g. experiment=smoke)"
+USAGE = "usage: python -m grid {run,status,plan,summary} [key=value ...]  (e.g. experiment=smoke)"
 
 
 def main(argv: list[str]) -> int:
@@ -24,6 +24,10 @@ def main(argv: list[str]) -> int:
             from grid.run import run
 
             return run(overrides)
+        if command == "status":
+            from grid.status import status
+
+            return status(overrides)
         if command == "plan":
             from grid.plan_report import plan
 

@@ -6,28 +6,41 @@ import sys
 from dataclasses import asdict
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from analysis.summary import latest_cells, render
 from grid.cells import stable_hash
 from grid.compose import compose_config
+from grid.errors import ConfigError
 from grid.expand import expand, to_config
+from grid.ledger import build_ledger, select
 from grid.paths import project_path
-from grid.plan import group_by_engine
+from grid.plan import EngineGroup, group_by_engine
 from grid.preflight import check_inputs
+from grid.schema import Config
 from grid.session import fingerprint, new_session_id
 from store.atomic import write_json
 from store.layout import StoreLayout
 from store.writer import utc_now
 from workers.runner import CellOutcome, RunContext
 
+RUN_MODES = ("resume", "failed", "all")
+
+
+def make_console() -> Console:
+    # Wide enough for the summary table when output goes to a file or CI log.
+    return Console(width=None if sys.stdout.isatty() else 160)
+
 
 def run(overrides: list[str], console: Console | None = None) -> int:
-    """Run the grid the overrides describe; return the exit code (1 if any cell failed)."""
-    # Wide enough for the summary table when output goes to a file or CI log.
-    console = console or Console(width=None if sys.stdout.isatty() else 160)
+    """Run what the store lacks of the grid; return 1 if any cell is left failed."""
+    console = console or make_console()
     config = to_config(compose_config(overrides))
+    if config.run.mode not in RUN_MODES:
+        raise ConfigError(f"run.mode must be one of {', '.join(RUN_MODES)}, got '{config.run.mode}'")
+    if config.run.max_attempts < 1:
+        raise ConfigError(f"run.max_attempts must be >= 1, got {config.run.max_attempts}")
     cells = expand(config)
-    groups = group_by_engine(cells)
     paths = config.paths
     ctx = RunContext(
         session_id=config.session_id or new_session_id(),
@@ -36,25 +49,56 @@ def run(overrides: list[str], console: Console | None = None) -> int:
         models_dir=project_path(paths.models_dir),
         data_dir=project_path(paths.data_dir),
     )
-    check_inputs(cells, ctx.models_dir, ctx.data_dir)
+    ledger = build_ledger(ctx.store_root)
+    for problem in ledger.problems:
+        console.print(f"[yellow]store:[/] {problem}")
+    todo = select(cells, ledger, config.run.mode, config.run.force)
+    check_inputs(todo, ctx.models_dir, ctx.data_dir)
+    groups = group_by_engine(todo)
+    console.print(
+        f"session {ctx.session_id}: {len(todo)} of {len(cells)} cells to run "
+        f"({len(cells) - len(todo)} already in the store) on {len(groups)} engine launches"
+        f" -> {ctx.store_root}"
+    )
+    outcomes: list[CellOutcome] = []
+    if todo:
+        outcomes = launch(groups, ctx, config, console)
+    final = {o.cell_key: o for o in outcomes}  # the last attempt of each cell decides
+    failed = [o for o in final.values() if o.status != "ok"]
+    render(latest_cells(ctx.store_root, ctx.session_id), console)
+    console.print(
+        f"done {len(final) - len(failed)}, failed {len(failed)}, skipped {len(cells) - len(todo)} "
+        f"(attempts {len(outcomes)})"
+    )
+    for outcome in failed:
+        console.print(f"[red]failed[/] {outcome.label}: {outcome.error}")
+    return 1 if failed else 0
+
+
+def launch(groups: list[EngineGroup], ctx: RunContext, config: Config, console: Console) -> list[CellOutcome]:
+    """Write the session record, run the groups on Ray with a live progress bar."""
     layout = StoreLayout(ctx.store_root)
     session = fingerprint(ctx.session_id, stable_hash(asdict(config)))
     write_json(layout.session_file(ctx.session_id), session)
-    console.print(
-        f"session {ctx.session_id}: {len(cells)} cells on {len(groups)} engine launches -> {ctx.store_root}"
-    )
+    total = sum(len(g.cells) for g in groups)
+    counts = {"ok": 0, "failed": 0}
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task("cells", total=total)
 
-    def report(outcome: CellOutcome) -> None:
-        figure = f"{outcome.output_tok_per_s:,.1f} tok/s" if outcome.output_tok_per_s else outcome.error
-        console.print(
-            f"  [{'green' if outcome.status == 'ok' else 'red'}]{outcome.status}[/] {outcome.label}: {figure}"
-        )
+        def report(outcome: CellOutcome) -> None:
+            counts["ok" if outcome.status == "ok" else "failed"] += 1
+            latest = f"{outcome.output_tok_per_s:,.1f} tok/s" if outcome.output_tok_per_s else "-"
+            progress.update(
+                task,
+                completed=counts["ok"],
+                description=f"done {counts['ok']} failed {counts['failed']} | last {outcome.label}: {latest}",
+            )
+            if outcome.status != "ok":
+                progress.console.print(f"[red]attempt failed[/] {outcome.label}: {outcome.error}")
 
-    from grid.schedule import run_groups  # Ray only once everything else checked out
+        from grid.schedule import run_groups  # Ray only once everything else checked out
 
-    outcomes = run_groups(groups, ctx, config.ray, report)
+        outcomes = run_groups(groups, ctx, config.ray, config.run.max_attempts, report)
     write_json(layout.session_file(ctx.session_id), {**session, "ended_at": utc_now()})
-    render(latest_cells(ctx.store_root, ctx.session_id), console)
-    failed = [o for o in outcomes if o.status != "ok"]
-    console.print(f"done {len(outcomes) - len(failed)}, failed {len(failed)}")
-    return 1 if failed else 0
+    return outcomes

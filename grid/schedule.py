@@ -1,22 +1,30 @@
-"""All of the project's Ray code: one actor per engine group, a bounded number in flight.
+"""All of the project's Ray code: one placement group + actor per engine group.
 
-The driver never dies because a cell failed: worker failures and actor deaths
-come back as failed outcomes. Results are written by the workers to the store;
-what returns here is only for progress and the exit code.
+Each engine group gets one bundle {CPU: n, GPU: tp} in a STRICT_PACK placement
+group (all its GPUs on one node); its actor starts `vllm serve` (mp backend) as
+a child and runs the group's cells in turn. Largest bundles are submitted
+first, a bounded number are in flight, completions are taken with ray.wait.
+Retries are the driver's: Ray never restarts an actor or retries a task, and
+failed cells go back on the queue as a smaller group, up to max_attempts.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import ray
 from ray.exceptions import RayError
+from ray.util.placement_group import placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from grid.plan import EngineGroup
 from grid.schema import RayConfig
-from workers.runner import CellOutcome, RunContext, new_attempt_id, run_group
+from workers.runner import CellOutcome, RunContext, record_lost, run_group
 
 
 class EngineWorker:
@@ -29,56 +37,113 @@ class EngineWorker:
         return os.getpid()
 
 
+@dataclass
+class Launch:
+    group: EngineGroup
+    attempt: int
+    actor: Any = None
+    pg: Any = None
+
+
 def init_ray(ray_cfg: RayConfig) -> None:
     """Join the cluster at ray.address, or start a local one (what `ray.init()` does)."""
     if ray.is_initialized():
         return
-    ray.init(address=ray_cfg.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # A local cluster binds to loopback: it serves this machine only.
+    local = {"_node_ip_address": "127.0.0.1"} if ray_cfg.address is None else {}
+    ray.init(
+        address=ray_cfg.address,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+        **local,
+    )
 
 
-def actor_options(group: EngineGroup, ray_cfg: RayConfig) -> dict[str, Any]:
-    return {
-        "num_cpus": ray_cfg.cpus_per_engine,
-        "num_gpus": group.gpus if ray_cfg.use_gpus else 0,
-        # Retries are the driver's decision, never Ray's.
-        "max_restarts": 0,
-        "max_task_retries": 0,
-    }
+def bundle(group: EngineGroup, ray_cfg: RayConfig) -> dict[str, float]:
+    resources = {"CPU": ray_cfg.cpus_per_engine}
+    if ray_cfg.use_gpus:
+        resources["GPU"] = float(group.gpus)
+    return resources
 
 
-def lost_outcomes(group: EngineGroup, ctx: RunContext, error: str) -> list[CellOutcome]:
-    """Outcomes for a group whose actor died before it could report."""
-    return [CellOutcome(c.key, c.label, new_attempt_id(ctx.session_id), "failed", error) for c in group.cells]
+def largest_node(resource: str) -> float:
+    """The most of `resource` any alive node of the cluster has."""
+    return max((n["Resources"].get(resource, 0.0) for n in ray.nodes() if n["Alive"]), default=0.0)
+
+
+def unplaceable(group: EngineGroup, ray_cfg: RayConfig) -> str | None:
+    """Why no node of the cluster can ever hold the group's bundle, if none can."""
+    for resource, amount in bundle(group, ray_cfg).items():
+        if amount > largest_node(resource):
+            return (
+                f"needs {amount:g} {resource} on one node but the largest node has "
+                f"{largest_node(resource):g}; use a bigger cluster or lower tp/ray.cpus_per_engine"
+            )
+    return None
+
+
+def start(launch: Launch, ctx: RunContext, ray_cfg: RayConfig, worker_cls: Any) -> Any:
+    resources = bundle(launch.group, ray_cfg)
+    launch.pg = placement_group([resources], strategy="STRICT_PACK")
+    launch.actor = worker_cls.options(
+        num_cpus=resources["CPU"],
+        num_gpus=resources.get("GPU", 0),
+        max_restarts=0,
+        max_task_retries=0,
+        scheduling_strategy=PlacementGroupSchedulingStrategy(launch.pg, placement_group_bundle_index=0),
+    ).remote()
+    return launch.actor.run.remote(launch.group, ctx)
+
+
+def finish(launch: Launch) -> None:
+    """Kill the actor (its engine follows) and free the bundle."""
+    if launch.actor is not None:
+        ray.kill(launch.actor, no_restart=True)
+    if launch.pg is not None:
+        remove_placement_group(launch.pg)
 
 
 def run_groups(
     groups: list[EngineGroup],
     ctx: RunContext,
     ray_cfg: RayConfig,
+    max_attempts: int = 1,
     on_outcome: Callable[[CellOutcome], None] = lambda _: None,
 ) -> list[CellOutcome]:
-    """Run every group on the cluster; return all outcomes, in completion order."""
+    """Run every group on the cluster; return all outcomes (every attempt), in completion order."""
     init_ray(ray_cfg)
     worker_cls = ray.remote(EngineWorker)
-    queue = list(groups)
-    in_flight: dict[Any, tuple[EngineGroup, Any]] = {}
+    queue = deque(Launch(g, 1) for g in sorted(groups, key=lambda g: -g.gpus))
+    in_flight: dict[Any, Launch] = {}
     outcomes: list[CellOutcome] = []
+
+    def settle(launch: Launch, results: list[CellOutcome]) -> None:
+        for outcome in results:
+            on_outcome(outcome)
+        outcomes.extend(results)
+        failed = {o.cell_key for o in results if o.status != "ok"}
+        if failed and launch.attempt < max_attempts:
+            cells = tuple(c for c in launch.group.cells if c.key in failed)
+            queue.append(Launch(dataclasses.replace(launch.group, cells=cells), launch.attempt + 1))
+
     while queue or in_flight:
         while queue and len(in_flight) < ray_cfg.max_in_flight:
-            group = queue.pop(0)
-            actor = worker_cls.options(**actor_options(group, ray_cfg)).remote()
-            in_flight[actor.run.remote(group, ctx)] = (group, actor)
+            launch = queue.popleft()
+            if reason := unplaceable(launch.group, ray_cfg):
+                settle(launch, record_lost(launch.group, ctx, f"unplaceable: {reason}"))
+                continue
+            in_flight[start(launch, ctx, ray_cfg, worker_cls)] = launch
+        if not in_flight:
+            continue
         ready, _ = ray.wait(list(in_flight), num_returns=1)
         for ref in ready:
-            group, actor = in_flight.pop(ref)
+            launch = in_flight.pop(ref)
             try:
                 results = ray.get(ref)
             except RayError as exc:
-                results = lost_outcomes(
-                    group, ctx, f"worker lost: {type(exc).__name__}: {exc}".splitlines()[0]
-                )
-            ray.kill(actor)
-            for outcome in results:
-                on_outcome(outcome)
-            outcomes.extend(results)
+                error = f"worker lost ({type(exc).__name__}): {str(exc).splitlines()[0]}"
+                results = record_lost(launch.group, ctx, error)
+            finish(launch)
+            settle(launch, results)
     return outcomes

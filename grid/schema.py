@@ -187,6 +187,18 @@ class PlanConfig:
 
 
 @dataclass
+class RunConfig:
+    """What `run` does with cells the store already has."""
+
+    # resume: cells without an ok result; failed: only cells whose attempts failed; all: every cell.
+    mode: str = "resume"
+    # Cell keys or labels (prefixes) to run whatever the store says.
+    force: list[str] = field(default_factory=list)
+    # Attempts per cell within one run (the driver retries, never Ray).
+    max_attempts: int = 2
+
+
+@dataclass
 class Config:
     name: str = "unnamed"
     grid: GridSpec = field(default_factory=GridSpec)
@@ -196,6 +208,7 @@ class Config:
     ray: RayConfig = field(default_factory=RayConfig)
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     plan: PlanConfig = field(default_factory=PlanConfig)
+    run: RunConfig = field(default_factory=RunConfig)
     # Tag every stored row with this; None = a fresh id per launch.
     session_id: str | None = None
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 
 from store.layout import REQUESTS, SUMMARY, StoreLayout
 
@@ -46,10 +47,35 @@ def attempts(root: Path) -> tuple[list[Attempt], list[str]]:
     return found, problems
 
 
+def unreadable(attempt: Attempt) -> str | None:
+    """None if the attempt's Parquet files open; else what is wrong with them."""
+    for name in (REQUESTS, SUMMARY):
+        path = attempt.folder / name
+        try:
+            pq.read_metadata(path)
+        except (OSError, ValueError) as exc:
+            return f"{path}: unreadable ({type(exc).__name__}: {exc}); ignored, the cell will run again"
+    return None
+
+
+def ok_attempts(root: Path) -> tuple[list[Attempt], list[str]]:
+    """Attempts whose manifest says ok and whose files are readable, and a line per problem."""
+    found, problems = attempts(root)
+    good = []
+    for attempt in found:
+        if attempt.status != "ok":
+            continue
+        if (problem := unreadable(attempt)) is not None:
+            problems.append(problem)
+        else:
+            good.append(attempt)
+    return good, problems
+
+
 def ok_files(root: Path, name: str) -> list[str]:
-    """Paths of `name` (requests/summary Parquet) from attempts whose manifest says ok."""
-    found, _ = attempts(root)
-    return [str(a.folder / name) for a in found if a.status == "ok" and (a.folder / name).is_file()]
+    """Paths of `name` (requests/summary Parquet) from readable ok attempts."""
+    good, _ = ok_attempts(root)
+    return [str(a.folder / name) for a in good]
 
 
 def connect(root: Path) -> duckdb.DuckDBPyConnection:

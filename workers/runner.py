@@ -118,7 +118,7 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
     """Run every cell of one engine launch; return one outcome per cell, ok or failed."""
     layout = StoreLayout(ctx.store_root)
     spec = group.spec
-    log_path = layout.engine_log(ctx.session_id, spec.key)
+    log_path = layout.engine_log(ctx.session_id, f"{spec.key}-{uuid.uuid4().hex[:6]}")
     endpoint = new_endpoint()
     engine = Engine(
         serve_argv(spec, endpoint, ctx.models_dir),
@@ -160,15 +160,37 @@ def _run_and_store(
         write_ok_attempt(layout, tags, records, summary)
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
-        write_failed_attempt(
-            layout, tags, error + "\n" + traceback.format_exc(limit=3), log_tail(engine.log_path)
-        )
+        detail = error + "\n" + traceback.format_exc(limit=3)
+        error += record_failure(layout, tags, detail, log_tail(engine.log_path))
         return CellOutcome(cell.key, cell.label, attempt_id, "failed", error)
     return CellOutcome(cell.key, cell.label, attempt_id, "ok", None, summary["output_tok_per_s"], ready_s)
+
+
+def record_lost(group: EngineGroup, ctx: RunContext, error: str) -> list[CellOutcome]:
+    """Failed attempts for cells whose worker never reported (actor or node lost)."""
+    layout = StoreLayout(ctx.store_root)
+    logs = sorted(
+        layout.engine_log(ctx.session_id, "x").parent.glob(f"{group.spec.key}-*.log"),
+        key=lambda p: p.stat().st_mtime,
+    )
+    tail = log_tail(logs[-1]) if logs else ""
+    return [_fail(layout, ctx, cell, error, tail) for cell in group.cells]
+
+
+def record_failure(layout: StoreLayout, tags: dict[str, Any], error: str, tail: str) -> str:
+    """Write a failed manifest; '' on success, else a note that it could not be written.
+
+    A store that is full or unwritable must not turn one failed cell into a dead worker.
+    """
+    try:
+        write_failed_attempt(layout, tags, error, tail)
+    except OSError as exc:
+        return f" (and the failure could not be recorded in the store: {type(exc).__name__}: {exc})"
+    return ""
 
 
 def _fail(layout: StoreLayout, ctx: RunContext, cell: Cell, error: str, tail: str) -> CellOutcome:
     attempt_id = new_attempt_id(ctx.session_id)
     tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
-    write_failed_attempt(layout, tags, error, tail)
-    return CellOutcome(cell.key, cell.label, attempt_id, "failed", error.splitlines()[0])
+    note = record_failure(layout, tags, error, tail)
+    return CellOutcome(cell.key, cell.label, attempt_id, "failed", error.splitlines()[0] + note)

@@ -1,0 +1,41 @@
+"""`python -m grid status`: the grid's cells as the store sees them."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console
+from rich.table import Table
+
+from grid.compose import compose_config
+from grid.expand import expand, to_config
+from grid.ledger import DONE, FAILED, PENDING, build_ledger
+from grid.paths import project_path
+
+
+def status(overrides: list[str], console: Console | None = None) -> int:
+    """Print counts of done / failed / pending cells and each failed cell's last error."""
+    console = console or Console()
+    config = to_config(compose_config(overrides))
+    cells = expand(config)
+    ledger = build_ledger(project_path(config.paths.store))
+    for problem in ledger.problems:
+        console.print(f"[yellow]store:[/] {problem}")
+    counts = Counter(ledger.status(c.key) for c in cells)
+    console.print(
+        f"experiment {config.name}: {len(cells)} cells: done {counts[DONE]}, "
+        f"failed {counts[FAILED]}, pending {counts[PENDING]}"
+    )
+    table = Table(title="cells not done")
+    for header in ("cell", "key", "status", "attempts", "last error"):
+        table.add_column(header, overflow="fold")
+    for cell in cells:
+        state = ledger.states.get(cell.key)
+        if state is None or state.status != DONE:
+            error = (state.last_error or "").splitlines()[0][:120] if state and state.last_error else ""
+            table.add_row(
+                cell.label, cell.key, ledger.status(cell.key), str(state.attempts if state else 0), error
+            )
+    if table.row_count:
+        console.print(table)
+    return 0

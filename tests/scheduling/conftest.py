@@ -1,0 +1,94 @@
+"""Scheduling and fault tests: a fake multi-node GPU cluster and a stand-in engine.
+
+These test the driver, Ray placement, retries, resume and teardown; the real
+engine is tested in tests/engine. One fake cluster (nodes with 8, 8 and 4 fake
+GPUs) is shared by the whole test session: it takes ~15 s to start.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psutil
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+
+STUB_MODULE = "tests.stubs.stub_engine"
+LOOPBACK = "127.0.0.1"
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    if ray.is_initialized():
+        ray.shutdown()
+    # Loopback only (tests/conftest.py): the fake nodes are processes on this machine.
+    fake = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 0})
+    for gpus in (8, 8, 4):
+        fake.add_node(num_cpus=8, num_gpus=gpus)
+    fake.wait_for_nodes()
+    assert fake.address.startswith(LOOPBACK), fake.address
+    ray.init(address=fake.address)
+    yield fake
+    ray.shutdown()
+    fake.shutdown()
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """A model folder and two small corpora, so no real assets are needed."""
+    models = tmp_path / "models"
+    (models / "SmolLM2-135M-Instruct").mkdir(parents=True)
+    (models / "SmolLM2-135M-Instruct" / "config.json").write_text("{}")
+    data = tmp_path / "data"
+    (data / "corpora").mkdir(parents=True)
+    for name in ("code_complete", "chat_bench"):
+        rows = [{"id": f"{name}-{i}", "prompt": f"prompt {i}"} for i in range(6)]
+        (data / "corpora" / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path
+
+
+def stub_overrides(root: Path, cluster: Cluster, *extra: str) -> list[str]:
+    """Overrides that run the smoke grid on the stub engine against the fake cluster."""
+    return [
+        "experiment=smoke",
+        f"paths.store={root / 'store'}",
+        f"paths.models_dir={root / 'models'}",
+        f"paths.data_dir={root / 'data'}",
+        f"ray.address={cluster.address}",
+        "ray.use_gpus=true",
+        "ray.cpus_per_engine=1",
+        f"engine.command=['{{python}}',-m,{STUB_MODULE}]",
+        "engine.env={}",
+        "engine.start_timeout_s=30",
+        "load.num_prompts=6",
+        "load.warmup_requests=1",
+        "load.concurrency=3",
+        "load.max_tokens=8",
+        *extra,
+    ]
+
+
+def stub_processes() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if (
+            STUB_MODULE in " ".join(proc.info["cmdline"] or [])
+            and proc.info["status"] != psutil.STATUS_ZOMBIE
+        ):
+            found.append(proc)
+    return found
+
+
+def live_placement_groups() -> list[str]:
+    return [pg_id for pg_id, pg in ray.util.placement_group_table().items() if pg["state"] != "REMOVED"]
+
+
+@pytest.fixture
+def no_leaks(cluster):
+    """After the test: no stand-in engine left running, no placement group left."""
+    yield
+    _, alive = psutil.wait_procs(stub_processes(), timeout=10)
+    assert not alive, f"orphaned engine processes: {[p.pid for p in alive]}"
+    assert not live_placement_groups()

@@ -1,0 +1,164 @@
+"""Faults the driver must survive, each with the store checked afterwards."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pandas as pd
+from rich.console import Console
+
+from grid.ledger import DONE, build_ledger
+from grid.run import run
+from store.layout import StoreLayout
+from store.read import attempts, ok_files
+from tests.scheduling.conftest import stub_overrides
+
+CELLS = 4  # smoke: 2 levers x 2 corpora
+
+
+def quiet() -> Console:
+    return Console(file=open(os.devnull, "w"), width=160)
+
+
+def ok_counts(root):
+    found, _ = attempts(root / "store")
+    counts = {}
+    for a in found:
+        if a.status == "ok":
+            counts[a.cell_key] = counts.get(a.cell_key, 0) + 1
+    return counts
+
+
+def test_grid_runs_on_the_fake_cluster_with_gpu_bundles(cluster, inputs, no_leaks):
+    assert run(stub_overrides(inputs, cluster), quiet()) == 0
+    assert sorted(ok_counts(inputs).values()) == [1] * CELLS
+
+
+def test_engine_killed_mid_cell_is_retried_without_partial_rows(cluster, inputs, no_leaks):
+    marker = inputs / "died-once"
+    code = run(
+        stub_overrides(
+            inputs,
+            cluster,
+            "+engine.env.STUB_DIE_AFTER=3",
+            f"+engine.env.STUB_DIE_ONCE_FILE={marker}",
+            "grid.levers=[van]",
+            "run.max_attempts=2",
+        ),
+        quiet(),
+    )
+    assert code == 0
+    assert marker.exists()
+    found, _ = attempts(inputs / "store")
+    failed = [a for a in found if a.status == "failed"]
+    assert failed, "the killed attempt is recorded"
+    manifest = (failed[0].folder / "manifest.json").read_text()
+    assert "stub: dying after 3 requests" in manifest  # the log tail travels with the failure
+    requests = pd.concat(pd.read_parquet(p) for p in ok_files(inputs / "store", "requests.parquet"))
+    assert len(requests) == 2 * 6  # two cells x num_prompts, nothing from the dead attempt
+    assert requests["error_type"].isna().all()
+
+
+def test_engine_hanging_at_start_times_out_and_fails_cleanly(cluster, inputs, no_leaks):
+    code = run(
+        stub_overrides(
+            inputs,
+            cluster,
+            "+engine.env.STUB_HANG_AT_START=1",
+            "engine.start_timeout_s=3",
+            "grid.levers=[van]",
+            "run.max_attempts=1",
+        ),
+        quiet(),
+    )
+    assert code == 1
+    found, _ = attempts(inputs / "store")
+    assert [a.status for a in found] == ["failed", "failed"]
+    assert all("not ready after 3 s" in (a.error or "") for a in found)
+
+
+def test_driver_killed_mid_grid_then_rerun_does_only_the_rest(cluster, inputs, no_leaks):
+    overrides = stub_overrides(inputs, cluster, "+engine.env.STUB_DELAY_S=0.05", "ray.max_in_flight=1")
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "grid", "run", *overrides],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 120
+    while not ok_counts(inputs) and time.time() < deadline:
+        time.sleep(0.2)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    done_before = set(ok_counts(inputs))
+    assert 0 < len(done_before) < CELLS
+    assert run(overrides, quiet()) == 0
+    counts = ok_counts(inputs)
+    assert sorted(counts.values()) == [1] * CELLS  # every cell once: no duplicates
+
+
+def test_corrupt_parquet_is_reported_ignored_and_rerun(cluster, inputs, no_leaks):
+    overrides = stub_overrides(inputs, cluster, "grid.levers=[van]")
+    assert run(overrides, quiet()) == 0
+    found, _ = attempts(inputs / "store")
+    victim = found[0]
+    path = victim.folder / "requests.parquet"
+    path.write_bytes(path.read_bytes()[:100])
+    ledger = build_ledger(inputs / "store")
+    assert ledger.status(victim.cell_key) != DONE
+    assert any("unreadable" in p for p in ledger.problems)
+    assert run(overrides, quiet()) == 0
+    assert build_ledger(inputs / "store").status(victim.cell_key) == DONE
+    assert sum(ok_counts(inputs).values()) == 3  # the other cell was not rerun
+
+
+def test_unwritable_store_fails_the_cell_and_keeps_earlier_results(cluster, inputs, no_leaks):
+    assert run(stub_overrides(inputs, cluster, "grid.levers=[van]"), quiet()) == 0
+    before = {p: p.read_bytes() for p in (inputs / "store").rglob("*.parquet")}
+    # The suffix cells' folders cannot be created: a file sits where a folder must go.
+    overrides = stub_overrides(inputs, cluster, "run.max_attempts=1")
+    cells_dir = StoreLayout(inputs / "store").root / "cells"
+    from grid.compose import compose_config
+    from grid.expand import expand, to_config
+
+    for cell in expand(to_config(compose_config(overrides))):
+        if cell.engine_spec.lever.name == "suffix":
+            (cells_dir / cell.key).write_text("not a folder")
+    assert run(overrides, quiet()) == 1
+    assert {p: p.read_bytes() for p in (inputs / "store").rglob("*.parquet")} == before
+
+
+def test_node_removed_mid_run_requeues_its_cells(cluster, inputs, no_leaks):
+    overrides = stub_overrides(
+        inputs,
+        cluster,
+        "+engine.env.STUB_DELAY_S=0.1",
+        "grid.levers=[van]",
+        "ray.max_in_flight=1",
+        "run.max_attempts=2",
+    )
+    result = {}
+    thread = threading.Thread(target=lambda: result.setdefault("code", run(overrides, quiet())))
+    thread.start()
+    victim = None
+    deadline = time.time() + 60
+    import ray
+
+    while victim is None and time.time() < deadline:
+        for pg in ray.util.placement_group_table().values():
+            if pg["state"] == "CREATED":
+                node_id = pg["bundles_to_node_id"][0]
+                victim = next((n for n in cluster.worker_nodes if n.node_id == node_id), None)
+        time.sleep(0.1)
+    assert victim is not None
+    cluster.remove_node(victim, allow_graceful=False)
+    thread.join(180)
+    cluster.add_node(num_cpus=8, num_gpus=8)  # restore the cluster's shape for later tests
+    assert result["code"] == 0
+    found, _ = attempts(inputs / "store")
+    assert any(a.status == "failed" and "worker lost" in (a.error or "") for a in found)
+    assert sorted(ok_counts(inputs).values()) == [1, 1]
