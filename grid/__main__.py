@@ -11,7 +11,7 @@ import sys
 
 from grid.errors import GridError
 
-USAGE = "usage: python -m grid {run,status,plan,summary} [key=value ...]  (e.g. experiment=smoke)"
+USAGE = "usage: python -m grid {run,status,plan,simulate,summary} [key=value ...]  (e.g. experiment=smoke)"
 
 
 def main(argv: list[str]) -> int:
@@ -28,6 +28,11 @@ def main(argv: list[str]) -> int:
             from grid.status import status
 
             return status(overrides)
+        if command == "simulate":
+            from grid.plan_report import simulate_plan
+
+            simulate_plan(overrides)
+            return 0
         if command == "plan":
             from grid.plan_report import plan
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from grid.compose import compose_config
-from grid.cost import GroupCost, group_cost
+from grid.cost import GroupCost, group_cost, launch_order
 from grid.expand import expand_all, to_config
 from grid.plan import group_by_engine
 
@@ -106,3 +106,36 @@ def plan(overrides: list[str], console: Console | None = None) -> int:
     else:
         render_plan(summary, console)
     return 0
+
+
+def simulate_plan(overrides: list[str], console: Console | None = None) -> dict[str, Any]:
+    """Simulated makespan of the grid on its cluster description, against the lower bound."""
+    from grid.errors import ConfigError
+    from grid.simulate import SimJob, simulate
+
+    console = console or Console()
+    config = to_config(compose_config(overrides))
+    node_gpus = [node.gpus for node in config.cluster.nodes for _ in range(node.count)]
+    if not node_gpus:
+        raise ConfigError(
+            f"cluster '{config.cluster.name}' describes no nodes; pick one, e.g. cluster=h200x8_4nodes"
+        )
+    groups = launch_order(group_by_engine(expand_all(config).cells), config.plan)
+    jobs = [SimJob(g.spec.label, g.gpus, group_cost(g, config.plan).wall_s) for g in groups]
+    limit = config.ray.max_in_flight or sum(node_gpus)
+    result = simulate(jobs, node_gpus, limit)
+    summary = {
+        "experiment": config.name,
+        "cluster": config.cluster.name,
+        "nodes_gpus": node_gpus,
+        "engine_launches": len(jobs),
+        "makespan_h": result.makespan_s / 3600,
+        "lower_bound_h": result.lower_bound_s / 3600,
+        "ratio": result.ratio,
+    }
+    console.print(
+        f"{summary['experiment']} on {summary['cluster']} ({len(node_gpus)} nodes, {sum(node_gpus)} GPUs): "
+        f"{len(jobs)} engine launches, makespan {summary['makespan_h']:.1f} h, lower bound "
+        f"{summary['lower_bound_h']:.1f} h (x{result.ratio:.3f})"
+    )
+    return summary

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from analysis.summary import latest_cells, render
 from grid.cells import stable_hash
 from grid.compose import compose_config
+from grid.cost import launch_order
 from grid.errors import ConfigError
 from grid.expand import expand, to_config
 from grid.ledger import build_ledger, select
@@ -54,7 +55,7 @@ def run(overrides: list[str], console: Console | None = None) -> int:
         console.print(f"[yellow]store:[/] {problem}")
     todo = select(cells, ledger, config.run.mode, config.run.force)
     check_inputs(todo, ctx.models_dir, ctx.data_dir)
-    groups = group_by_engine(todo)
+    groups = launch_order(group_by_engine(todo), config.plan)
     console.print(
         f"session {ctx.session_id}: {len(todo)} of {len(cells)} cells to run "
         f"({len(cells) - len(todo)} already in the store) on {len(groups)} engine launches"

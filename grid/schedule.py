@@ -31,7 +31,8 @@ class EngineWorker:
     """Holds one engine group's resources; its engine is a child process of this actor."""
 
     def run(self, group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
-        return run_group(group, ctx)
+        node_id = ray.get_runtime_context().get_node_id()
+        return run_group(group, dataclasses.replace(ctx, node_id=node_id))
 
     def pid(self) -> int:
         return os.getpid()
@@ -83,6 +84,16 @@ def unplaceable(group: EngineGroup, ray_cfg: RayConfig) -> str | None:
     return None
 
 
+def in_flight_limit(ray_cfg: RayConfig) -> int:
+    """ray.max_in_flight, or what the cluster could hold at once when it is 0."""
+    if ray_cfg.max_in_flight > 0:
+        return ray_cfg.max_in_flight
+    resources = ray.cluster_resources()
+    if ray_cfg.use_gpus:
+        return max(1, int(resources.get("GPU", 0)))
+    return max(1, int(resources.get("CPU", 0) // max(ray_cfg.cpus_per_engine, 1e-9)))
+
+
 def start(launch: Launch, ctx: RunContext, ray_cfg: RayConfig, worker_cls: Any) -> Any:
     resources = bundle(launch.group, ray_cfg)
     launch.pg = placement_group([resources], strategy="STRICT_PACK")
@@ -117,6 +128,7 @@ def run_groups(
     queue = deque(Launch(g, 1) for g in sorted(groups, key=lambda g: -g.gpus))
     in_flight: dict[Any, Launch] = {}
     outcomes: list[CellOutcome] = []
+    limit = in_flight_limit(ray_cfg)
 
     def settle(launch: Launch, results: list[CellOutcome]) -> None:
         for outcome in results:
@@ -128,7 +140,7 @@ def run_groups(
             queue.append(Launch(dataclasses.replace(launch.group, cells=cells), launch.attempt + 1))
 
     while queue or in_flight:
-        while queue and len(in_flight) < ray_cfg.max_in_flight:
+        while queue and len(in_flight) < limit:
             launch = queue.popleft()
             if reason := unplaceable(launch.group, ray_cfg):
                 settle(launch, record_lost(launch.group, ctx, f"unplaceable: {reason}"))

@@ -150,7 +150,9 @@ class RayConfig:
     cpus_per_engine: float = 2.0
     # Reserve `tp` GPUs per engine; off on machines without GPUs.
     use_gpus: bool = False
-    max_in_flight: int = 4
+    # Engine groups submitted at once; 0 = as many as the cluster could hold
+    # (its GPUs, or its CPUs / cpus_per_engine without GPUs).
+    max_in_flight: int = 0
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import time
 import traceback
 import urllib.request
@@ -39,6 +40,8 @@ class RunContext:
     cache_dir: Path
     models_dir: Path
     data_dir: Path
+    # The Ray node this worker runs on (set by the actor; None outside Ray).
+    node_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,15 @@ def engine_base_env() -> dict[str, str]:
     engine's OpenMP kernels; engine.env may set it explicitly.
     """
     return {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+
+
+def placement(ctx: RunContext) -> dict[str, Any]:
+    """Where the cell ran: host, Ray node and the GPUs Ray assigned (CUDA_VISIBLE_DEVICES)."""
+    return {
+        "host": socket.gethostname(),
+        "node_id": ctx.node_id,
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
 
 
 def new_attempt_id(session_id: str) -> str:
@@ -156,7 +168,7 @@ def _run_and_store(
         records, summary = run_cell(cell, engine, ctx)
         if not engine.alive():
             raise EngineError(f"engine exited during the cell; see {engine.log_path}")
-        summary.update(cell.as_record(), engine_ready_s=ready_s, engine_version=version)
+        summary.update(cell.as_record(), engine_ready_s=ready_s, engine_version=version, **placement(ctx))
         write_ok_attempt(layout, tags, records, summary)
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"

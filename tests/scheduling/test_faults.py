@@ -162,3 +162,40 @@ def test_node_removed_mid_run_requeues_its_cells(cluster, inputs, no_leaks):
     found, _ = attempts(inputs / "store")
     assert any(a.status == "failed" and "worker lost" in (a.error or "") for a in found)
     assert sorted(ok_counts(inputs).values()) == [1, 1]
+
+
+def test_every_engine_spec_lands_on_a_node_with_enough_gpus(cluster, inputs, no_leaks):
+    import ray
+
+    overrides = stub_overrides(
+        inputs,
+        cluster,
+        "grid.models=[llama31_405b_fp8,llama31_70b,tiny]",
+        "grid.levers=[van]",
+        "grid.corpora=[code_complete]",
+        "engine=gpu",
+        "engine.command=['{python}',-m,tests.stubs.stub_engine]",
+        "engine.start_timeout_s=30",
+    )
+    assert run(overrides, quiet()) == 0
+    node_gpus = {n["NodeID"]: n["Resources"].get("GPU", 0) for n in ray.nodes()}
+    cells = pd.concat(pd.read_parquet(p) for p in ok_files(inputs / "store", "summary.parquet"))
+    tp = {"llama31_405b_fp8": 8, "llama31_70b": 2, "tiny": 1}
+    assert set(cells["model"]) == set(tp)
+    for row in cells.itertuples():
+        assert node_gpus[row.node_id] >= tp[row.model]
+        assert len(row.cuda_visible_devices.split(",")) == tp[row.model]
+
+
+def test_concurrent_engines_on_one_host_get_distinct_ports(cluster, inputs, no_leaks):
+    overrides = stub_overrides(inputs, cluster, "+engine.env.STUB_DELAY_S=0.05", "ray.max_in_flight=2")
+    assert run(overrides, quiet()) == 0
+    logs = sorted((inputs / "store" / "logs").rglob("*.log"))
+    ports = [log.read_text().split("--port ", 1)[1].split()[0] for log in logs]
+    assert len(logs) == 2 and len(set(ports)) == 2
+    requests = pd.concat(pd.read_parquet(p) for p in ok_files(inputs / "store", "requests.parquet"))
+    summary = pd.concat(pd.read_parquet(p) for p in ok_files(inputs / "store", "summary.parquet"))
+    requests = requests.merge(summary[["cell_key", "lever"]], on="cell_key")
+    spans = requests.groupby("lever").agg(start=("send_ns", "min"), end=("end_ns", "max"))
+    van, suffix = spans.loc["van"], spans.loc["suffix"]
+    assert van.start < suffix.end and suffix.start < van.end, "the two launches ran at the same time"
