@@ -30,11 +30,14 @@ demo: assets ## Run the smoke experiment (tiny x 2 corpora x {van, suffix}) and 
 summary: setup ## Print the summary table of ./results
 	$(PY) -m grid summary $(ARGS)
 
-test: assets ## All tests: unit tests, then the real-engine tests (CPU vLLM)
-	$(PY) -m pytest -q tests $(ARGS)
+test: assets ## All tests: unit, scheduling/faults (stand-in engine), real CPU engine
+	$(PY) -m pytest -q tests/unit tests/scheduling tests/engine $(ARGS)
 
 test-unit: setup ## Unit tests only (no engine, seconds)
 	$(PY) -m pytest -q tests/unit $(ARGS)
+
+test-scheduling: setup ## Scheduling and fault tests on a fake 3-node cluster (stand-in engine)
+	$(PY) -m pytest -q tests/scheduling $(ARGS)
 
 test-engine: assets ## Tests that start the real CPU engine
 	$(PY) -m pytest -q tests/engine $(ARGS)
@@ -46,4 +49,4 @@ lint: setup ## ruff check and format check
 clean: ## Remove results and caches (keeps .venv)
 	rm -rf results .cache/vllm .cache/inductor .pytest_cache
 
-.PHONY: help setup assets demo summary test test-unit test-engine lint clean
+.PHONY: help setup assets demo summary test test-unit test-scheduling test-engine lint clean
