@@ -31,7 +31,7 @@ summary: setup ## Print the summary table of ./results
 	$(PY) -m grid summary $(ARGS)
 
 test: assets ## All tests: unit, scheduling/faults (stand-in engine), real CPU engine
-	$(PY) -m pytest -q tests/unit tests/scheduling tests/engine $(ARGS)
+	$(PY) -m pytest -q tests/unit tests/engine tests/scheduling $(ARGS)
 
 test-unit: setup ## Unit tests only (no engine, seconds)
 	$(PY) -m pytest -q tests/unit $(ARGS)
