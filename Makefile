@@ -42,6 +42,10 @@ test-scheduling: setup ## Scheduling and fault tests on a fake 3-node cluster (s
 test-engine: assets ## Tests that start the real CPU engine
 	$(PY) -m pytest -q tests/engine $(ARGS)
 
+bench: assets ## Client CPU per token vs vllm bench serve (stub), then both on the real CPU engine
+	$(PY) -m benchmarks.client_overhead
+	$(PY) -m benchmarks.crosscheck_engine
+
 lint: setup ## ruff check and format check
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -49,4 +53,4 @@ lint: setup ## ruff check and format check
 clean: ## Remove results and caches (keeps .venv)
 	rm -rf results .cache/vllm .cache/inductor .pytest_cache
 
-.PHONY: help setup assets demo summary test test-unit test-scheduling test-engine lint clean
+.PHONY: help setup assets demo summary bench test test-unit test-scheduling test-engine lint clean

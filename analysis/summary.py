@@ -55,6 +55,13 @@ def _fmt(value: object, digits: int = 1) -> str:
     return str(value)
 
 
+def _validity(row: object) -> str:
+    valid = getattr(row, "valid", None)
+    if valid is None or (isinstance(valid, float) and pd.isna(valid)):
+        return "-"
+    return "VALID" if valid else "INVALID"
+
+
 def render(frame: pd.DataFrame, console: Console | None = None) -> None:
     table = Table(title="cells (latest ok attempt each)")
     headers = [
@@ -63,6 +70,7 @@ def render(frame: pd.DataFrame, console: Console | None = None) -> None:
         "lever",
         "K",
         "out tok/s",
+        "bench tok/s",
         "TTFT p50 ms",
         "TPOT p50 ms",
         "accept",
@@ -70,6 +78,7 @@ def render(frame: pd.DataFrame, console: Console | None = None) -> None:
         "x van",
         "ready s",
         "ok/err",
+        "valid",
     ]
     for header in headers:
         table.add_column(header, justify="right" if header not in ("model", "corpus", "lever") else "left")
@@ -80,6 +89,7 @@ def render(frame: pd.DataFrame, console: Console | None = None) -> None:
             row.lever,
             str(row.k or "-"),
             _fmt(row.output_tok_per_s),
+            _fmt(getattr(row, "bench_output_tok_per_s", None)),
             _fmt(row.ttft_ms_p50),
             _fmt(row.tpot_ms_p50),
             _fmt(row.acceptance_rate, 2),
@@ -87,5 +97,14 @@ def render(frame: pd.DataFrame, console: Console | None = None) -> None:
             _fmt(row.speedup_vs_van, 2),
             _fmt(row.engine_ready_s, 0),
             f"{row.n_ok}/{row.n_errors}",
+            _validity(row),
         )
-    (console or Console(width=160)).print(table)
+    console = console or Console(width=160)
+    console.print(table)
+    console.print(
+        "out tok/s: output tokens inside the steady-state window / its length; bench tok/s: "
+        "completed tokens / first send to last completion (as vllm bench serve)"
+    )
+    for row in frame.itertuples():
+        if getattr(row, "valid", True) is False:
+            console.print(f"INVALID {row.model}/{row.corpus}/{row.lever}: {row.invalid_reasons}")

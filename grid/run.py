@@ -49,6 +49,7 @@ def run(overrides: list[str], console: Console | None = None) -> int:
         cache_dir=project_path(paths.cache_dir),
         models_dir=project_path(paths.models_dir),
         data_dir=project_path(paths.data_dir),
+        gates=config.gates,
     )
     ledger = build_ledger(ctx.store_root)
     for problem in ledger.problems:

@@ -92,6 +92,9 @@ class LoadSpec:
     # Sent as `ignore_eos`, so every request generates exactly max_tokens.
     ignore_eos: bool = False
     request_timeout_s: float = 600.0
+    # Ask vLLM for each chunk's token ids (`return_token_ids`), so tokens in
+    # the window are counted exactly even when one chunk carries several.
+    token_ids: bool = True
 
 
 @dataclass
@@ -189,6 +192,22 @@ class PlanConfig:
 
 
 @dataclass
+class GateConfig:
+    """Thresholds of the validity gates (workers/gates.py); a cell is VALID iff all pass."""
+
+    min_window_s: float = 30.0
+    min_requests: int = 32
+    # Time-weighted mean in-flight / target concurrency, inside the window.
+    min_concurrency_held: float = 0.95
+    # Client CPU seconds / wall seconds of the measured phase.
+    max_client_cpu_share: float = 0.5
+    # 99th percentile of the event loop's wake-up delay while measuring.
+    max_loop_lag_ms: float = 20.0
+    # |client - server| / server output tokens.
+    max_token_mismatch: float = 0.01
+
+
+@dataclass
 class RunConfig:
     """What `run` does with cells the store already has."""
 
@@ -211,6 +230,7 @@ class Config:
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     plan: PlanConfig = field(default_factory=PlanConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    gates: GateConfig = field(default_factory=GateConfig)
     # Tag every stored row with this; None = a fresh id per launch.
     session_id: str | None = None
 

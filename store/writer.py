@@ -26,6 +26,7 @@ REQUEST_SCHEMA = pa.schema(
         ("send_ns", pa.int64()),
         ("end_ns", pa.int64()),
         ("chunk_ns", pa.list_(pa.int64())),
+        ("chunk_tokens", pa.list_(pa.int32())),
         ("n_chunks", pa.int64()),
         ("prompt_tokens", pa.int64()),
         ("completion_tokens", pa.int64()),

@@ -31,6 +31,8 @@ class RequestRecord:
     send_ns: int
     end_ns: int = 0
     chunk_ns: list[int] = field(default_factory=list)
+    # Tokens in each content chunk (server token_ids); None if not reported.
+    chunk_tokens: list[int] | None = None
     n_chunks: int = 0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -61,6 +63,8 @@ def request_body(target: Target, prompt: Prompt, load: LoadSpec) -> dict[str, An
     }
     if load.ignore_eos:
         body["ignore_eos"] = True
+    if load.token_ids:
+        body["return_token_ids"] = True
     if target.endpoint == "chat":
         body["messages"] = list(prompt.messages or [{"role": "user", "content": prompt.prompt or ""}])
     else:
@@ -109,6 +113,7 @@ def _fill_from_stream(record: RequestRecord, lines: list[tuple[int, bytes]]) -> 
         record.error_message = record.error_message or str(exc)[:500]
         return
     record.chunk_ns = stream.content_chunk_ns
+    record.chunk_tokens = stream.chunk_tokens
     record.n_chunks = len(stream.content_chunk_ns)
     record.prompt_tokens = stream.prompt_tokens
     record.completion_tokens = stream.completion_tokens
@@ -143,3 +148,40 @@ async def run_load(target: Target, prompts: list[Prompt], load: LoadSpec, phase:
     async with aiohttp.ClientSession(headers=headers, timeout=timeout, connector=connector) as session:
         await asyncio.gather(*(worker(session) for _ in range(min(load.concurrency, len(prompts)))))
     return sorted(records, key=lambda r: r.request_idx)
+
+
+LAG_PROBE_S = 0.01
+
+
+@dataclass
+class LoopLag:
+    """How late the event loop woke up for a fixed sleep: a saturated client shows here."""
+
+    samples_ms: list[float] = field(default_factory=list)
+
+    def p99_ms(self) -> float:
+        if not self.samples_ms:
+            return 0.0
+        ordered = sorted(self.samples_ms)
+        return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+async def probe_lag(lag: LoopLag, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        start_ns = time.perf_counter_ns()
+        await asyncio.sleep(LAG_PROBE_S)
+        lag.samples_ms.append((time.perf_counter_ns() - start_ns) / 1e6 - LAG_PROBE_S * 1e3)
+
+
+async def run_measured(
+    target: Target, prompts: list[Prompt], load: LoadSpec, phase: str
+) -> tuple[list[RequestRecord], LoopLag]:
+    """run_load with an event-loop lag probe beside it."""
+    lag, stop = LoopLag(), asyncio.Event()
+    probe = asyncio.create_task(probe_lag(lag, stop))
+    try:
+        records = await run_load(target, prompts, load, phase)
+    finally:
+        stop.set()
+        await probe
+    return records, lag

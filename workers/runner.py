@@ -14,20 +14,23 @@ import time
 import traceback
 import urllib.request
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grid.cells import Cell
 from grid.errors import EngineError
 from grid.plan import EngineGroup
+from grid.schema import GateConfig
 from store.layout import StoreLayout
 from store.writer import write_failed_attempt, write_ok_attempt
-from workers import metrics
+from workers import metrics, windows
 from workers.counters import ServerCounters, scrape
 from workers.engine import Engine, log_tail, new_endpoint
 from workers.engine_args import serve_argv, serve_env, served_name
-from workers.load import RequestRecord, Target, run_load
+from workers.engine_log import read_effective_config
+from workers.gates import GateInputs, evaluate
+from workers.load import LoopLag, RequestRecord, Target, run_load, run_measured
 from workers.prompts import load_corpus, schedule
 
 
@@ -40,6 +43,8 @@ class RunContext:
     cache_dir: Path
     models_dir: Path
     data_dir: Path
+    # Validity thresholds; they judge a cell, they do not change its measurement.
+    gates: GateConfig = field(default_factory=GateConfig)
     # The Ray node this worker runs on (set by the actor; None outside Ray).
     node_id: str | None = None
 
@@ -88,22 +93,58 @@ def engine_version(base_url: str, api_key: str) -> str | None:
         return None
 
 
-def summarize(records: list[RequestRecord], delta: ServerCounters, cpu_s: float) -> dict[str, Any]:
+def summarize(
+    records: list[RequestRecord],
+    delta: ServerCounters,
+    cpu_s: float,
+    lag: LoopLag,
+    concurrency: int,
+    gates: GateConfig,
+) -> dict[str, Any]:
     """The cell's figures from its measured requests and the server's counter deltas."""
     done = metrics.ok(records)
-    return {
+    window = windows.steady_window(records, concurrency)
+    wall_s = (max(r.end_ns for r in records) - min(r.send_ns for r in records)) / 1e9 if records else 0.0
+    output_tokens = sum(r.completion_tokens or 0 for r in done)
+    figures: dict[str, Any] = {
         "n_requests": len(records),
         "n_ok": len(done),
         "n_errors": len(records) - len(done),
-        "output_tokens": sum(r.completion_tokens or 0 for r in done),
-        "output_tok_per_s": metrics.whole_run_output_tok_per_s(records),
+        "output_tokens": output_tokens,
+        # Headline: tokens that arrived inside the steady-state window / its length.
+        "output_tok_per_s": windows.window_output_tok_per_s(records, window) if window else None,
+        # What `vllm bench serve` reports: completed tokens / first send to last completion.
+        "bench_output_tok_per_s": metrics.whole_run_output_tok_per_s(records),
+        "window_start_ns": window.start_ns if window else None,
+        "window_end_ns": window.end_ns if window else None,
+        "window_s": window.length_s if window else None,
+        "window_requests_completed": windows.completed_in_window(records, window) if window else 0,
+        "window_mean_in_flight": windows.mean_in_flight(records, window) if window else None,
+        "chunk_tokens_exact": all(r.chunk_tokens is not None for r in done),
         "ttft_ms_p50": metrics.median_or_none([metrics.ttft_ms(r) for r in done]),
         "tpot_ms_p50": metrics.median_or_none([metrics.tpot_ms(r) for r in done]),
         "acceptance_rate": metrics.acceptance_rate(delta.spec_accepted_tokens, delta.spec_draft_tokens),
         "draft_tokens_per_draft": metrics.draft_tokens_per_draft(delta.spec_draft_tokens, delta.spec_drafts),
         "client_cpu_s": cpu_s,
+        "client_cpu_share": cpu_s / wall_s if wall_s else 0.0,
+        "loop_lag_p99_ms": lag.p99_ms(),
         **delta.as_columns(),
     }
+    verdict = evaluate(
+        GateInputs(
+            window_s=figures["window_s"],
+            requests_in_window=figures["window_requests_completed"],
+            errors=figures["n_errors"],
+            mean_in_flight=figures["window_mean_in_flight"],
+            concurrency=concurrency,
+            client_cpu_share=figures["client_cpu_share"],
+            loop_lag_p99_ms=figures["loop_lag_p99_ms"],
+            client_output_tokens=output_tokens,
+            server_output_tokens=delta.generation_tokens,
+        ),
+        gates,
+    )
+    return {**figures, **verdict}
 
 
 def run_cell(cell: Cell, engine: Engine, ctx: RunContext) -> tuple[list[RequestRecord], dict[str, Any]]:
@@ -118,10 +159,10 @@ def run_cell(cell: Cell, engine: Engine, ctx: RunContext) -> tuple[list[RequestR
         asyncio.run(run_load(target, plan.warmup, cell.load, phase="warmup"))
     before = scrape(endpoint.base_url, endpoint.api_key)
     cpu_start_s = time.process_time()
-    records = asyncio.run(run_load(target, plan.measured, cell.load, phase="measure"))
+    records, lag = asyncio.run(run_measured(target, plan.measured, cell.load, phase="measure"))
     cpu_s = time.process_time() - cpu_start_s
     delta = scrape(endpoint.base_url, endpoint.api_key).minus(before)
-    summary = summarize(records, delta, cpu_s)
+    summary = summarize(records, delta, cpu_s, lag, cell.load.concurrency, ctx.gates)
     summary["prompts_repeated"] = plan.repeated
     return records, summary
 
@@ -169,6 +210,7 @@ def _run_and_store(
         if not engine.alive():
             raise EngineError(f"engine exited during the cell; see {engine.log_path}")
         summary.update(cell.as_record(), engine_ready_s=ready_s, engine_version=version, **placement(ctx))
+        summary.update(read_effective_config(engine.log_path))
         write_ok_attempt(layout, tags, records, summary)
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"

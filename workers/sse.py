@@ -26,6 +26,9 @@ class StreamResult:
     text: str
     saw_done: bool
     error_message: str | None = None
+    # Tokens per content chunk from the server's `token_ids` (vLLM's
+    # return_token_ids); None when the server does not send them.
+    chunk_tokens: list[int] | None = None
 
 
 def data_payload(line: bytes) -> bytes | None:
@@ -48,6 +51,8 @@ def decode_stream(lines: list[tuple[int, bytes]]) -> StreamResult:
     """Decode (timestamp_ns, raw line) pairs of one response."""
     result = StreamResult([], None, None, None, "", saw_done=False)
     pieces: list[str] = []
+    counts: list[int] = []
+    counted_all = True
     for t_ns, line in lines:
         payload = data_payload(line)
         if payload is None or not payload:
@@ -65,10 +70,15 @@ def decode_stream(lines: list[tuple[int, bytes]]) -> StreamResult:
             result.completion_tokens = usage.get("completion_tokens")
         for choice in event.get("choices") or []:
             text = choice_text(choice)
-            if text:
+            token_ids = choice.get("token_ids")
+            if text or token_ids:
                 pieces.append(text)
                 result.content_chunk_ns.append(t_ns)
+                counts.append(len(token_ids or ()))
+                counted_all = counted_all and token_ids is not None
             if choice.get("finish_reason"):
                 result.finish_reason = choice["finish_reason"]
     result.text = "".join(pieces)
+    if counted_all and counts:
+        result.chunk_tokens = counts
     return result

@@ -11,8 +11,9 @@ from grid.run import run
 from store.read import attempts, connect, ok_files
 from tests.engine.conftest import engine_processes
 
-NUM_PROMPTS = 8
+NUM_PROMPTS = 12
 MAX_TOKENS = 32
+CONCURRENCY = 4
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +27,9 @@ def store(tmp_path_factory):
             f"load.num_prompts={NUM_PROMPTS}",
             f"load.max_tokens={MAX_TOKENS}",
             "load.warmup_requests=2",
+            f"load.concurrency={CONCURRENCY}",
+            "gates.min_window_s=1",
+            "gates.min_requests=2",
             "session_id=test-session",
         ],
         console,
@@ -85,3 +89,19 @@ def test_suffix_cells_draft_and_van_cells_do_not(store):
 
 def test_no_engine_process_is_left(store):
     assert not engine_processes()
+
+
+def test_window_gates_and_effective_config_are_columns(store):
+    root, _, _ = store
+    cells = connect(root).execute("select * from cells").df()
+    assert cells["window_s"].notna().all() and (cells["window_s"] > 0).all()
+    assert cells["chunk_tokens_exact"].all()  # vLLM sent token ids per chunk
+    assert cells["gate_tokens_reconciled"].all()
+    assert cells["gate_no_errors"].all()
+    # The window excludes ramp-up and drain, so it is shorter than the whole run.
+    whole_s = cells["output_tokens"] / cells["bench_output_tok_per_s"]
+    assert (cells["window_s"] < whole_s).all()
+    by_lever = cells.set_index("lever")
+    assert set(by_lever.loc["van", "engine_async_scheduling"]) == {True}
+    assert set(by_lever.loc["suffix", "engine_async_scheduling"]) == {False}
+    assert set(cells["engine_log_version"]) == {"0.32.0"}

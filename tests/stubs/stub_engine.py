@@ -51,7 +51,8 @@ def build(settings: StubSettings, api_key: str) -> web.Application:
 
     @web.middleware
     async def auth_and_count(request: web.Request, handler):
-        if request.path.startswith("/v1") and request.headers.get("Authorization") != f"Bearer {api_key}":
+        authorized = not api_key or request.headers.get("Authorization") == f"Bearer {api_key}"
+        if request.path.startswith("/v1") and not authorized:
             return web.Response(status=401)
         response = await handler(request)
         if request.path.startswith("/v1"):

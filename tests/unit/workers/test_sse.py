@@ -62,3 +62,19 @@ def test_error_event_is_reported():
 def test_malformed_json_raises_value_error():
     with pytest.raises(ValueError):
         decode_stream([(1, b"data: {not json\n")])
+
+
+def test_token_ids_give_exact_tokens_per_chunk():
+    lines = [
+        (1, line({"choices": [{"index": 0, "text": "ab", "token_ids": [5, 6, 7]}]})),
+        (2, line({"choices": [{"index": 0, "text": "", "token_ids": [8]}]})),  # partial UTF-8: no text
+        (3, line({"choices": [{"index": 0, "text": "c", "token_ids": [9], "finish_reason": "stop"}]})),
+    ]
+    result = decode_stream(lines)
+    assert result.content_chunk_ns == [1, 2, 3]
+    assert result.chunk_tokens == [3, 1, 1]
+
+
+def test_chunk_tokens_are_none_when_the_server_sends_no_ids():
+    result = decode_stream([(1, line(chat_chunk("hi")))])
+    assert result.chunk_tokens is None

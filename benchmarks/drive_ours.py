@@ -1,0 +1,40 @@
+"""Drive the stand-in server with this project's client; print what it did as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+
+from grid.schema import LoadSpec
+from workers.load import Target, run_load
+from workers.prompts import Prompt
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--n", type=int, required=True)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--max-tokens", type=int, default=256)
+    args = parser.parse_args()
+    prompts = [Prompt(str(i), prompt=f"prompt {i}") for i in range(args.n)]
+    load = LoadSpec(concurrency=args.concurrency, max_tokens=args.max_tokens, num_prompts=args.n)
+    start_s = time.perf_counter()
+    records = asyncio.run(run_load(Target(args.url, "", "stub", "completions"), prompts, load, "bench"))
+    wall_s = time.perf_counter() - start_s
+    print(
+        json.dumps(
+            {
+                "tokens": sum(r.completion_tokens or 0 for r in records),
+                "chunks": sum(r.n_chunks for r in records),
+                "errors": sum(r.error_type is not None for r in records),
+                "wall_s": wall_s,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""Window logic on synthetic timelines (a fake clock in ns)."""
+
+import pytest
+
+from workers.load import RequestRecord
+from workers.windows import (
+    Window,
+    chunk_token_counts,
+    completed_in_window,
+    mean_in_flight,
+    steady_window,
+    tokens_in_window,
+    window_output_tok_per_s,
+)
+
+S = 1_000_000_000
+
+
+def req(i, send_s, first_s, end_s, tokens=10, chunk_tokens=None):
+    chunks = [int((first_s + k * (end_s - first_s) / 9) * S) for k in range(10)]
+    return RequestRecord(
+        i,
+        str(i),
+        "measure",
+        send_ns=int(send_s * S),
+        end_ns=int(end_s * S),
+        chunk_ns=chunks,
+        completion_tokens=tokens,
+        chunk_tokens=chunk_tokens,
+    )
+
+
+def closed_loop(concurrency=2, per_slot=3, duration_s=10.0, ttft_s=1.0):
+    """Each slot sends its next request when the previous one ends."""
+    records, i = [], 0
+    for slot in range(concurrency):
+        t = slot * 0.1
+        for _ in range(per_slot):
+            records.append(req(i, t, t + ttft_s, t + duration_s))
+            t += duration_s
+            i += 1
+    return records
+
+
+def test_window_opens_after_first_wave_tokens_and_closes_at_first_drain():
+    records = closed_loop()
+    window = steady_window(records, concurrency=2)
+    # First wave: slots start at 0.0 and 0.1 s, first tokens at 1.0 and 1.1 s.
+    assert window.start_ns == int(1.1 * S)
+    # Last sends at 20.0 and 20.1 s; first completion after that at 30.0 s.
+    assert window.end_ns == int(30.0 * S)
+    assert mean_in_flight(records, window) == pytest.approx(2.0)
+
+
+def test_no_window_when_there_are_no_more_requests_than_concurrency():
+    assert steady_window(closed_loop(concurrency=2, per_slot=1), concurrency=2) is None
+
+
+def test_mean_in_flight_sees_a_gap():
+    records = closed_loop(concurrency=1, per_slot=3)
+    records[1] = req(1, 12.0, 13.0, 20.0)  # the client left a 2 s gap
+    window = Window(0, 30 * S)
+    assert mean_in_flight(records, window) == pytest.approx(28 / 30)
+
+
+def test_tokens_in_window_use_server_counts_when_given():
+    record = req(0, 0.0, 1.0, 10.0, tokens=40, chunk_tokens=[4] * 10)
+    assert chunk_token_counts(record) == [4.0] * 10
+    assert tokens_in_window([record], Window(0, 5 * S)) == 4.0 * sum(1 for t in record.chunk_ns if t < 5 * S)
+
+
+def test_tokens_fall_back_to_usage_spread_over_chunks():
+    record = req(0, 0.0, 1.0, 10.0, tokens=20)
+    assert chunk_token_counts(record) == [2.0] * 10
+    assert window_output_tok_per_s([record], Window(0, 11 * S)) == pytest.approx(20 / 11)
+
+
+def test_completed_in_window_counts_ends_inside():
+    records = closed_loop()
+    assert completed_in_window(records, Window(0, int(10.05 * S))) == 1

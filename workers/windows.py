@@ -1,0 +1,76 @@
+"""The steady-state window of a measured run and what happened inside it. Pure.
+
+The client is closed-loop: it keeps `concurrency` requests in flight until the
+prompts run out. The window opens when every request of the first wave (the
+first `concurrency` sent) has its first token, so the ramp-up's prefill burst
+is outside, and closes at the first completion after the last send, when the
+in-flight count starts to drain for good.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from workers.load import RequestRecord
+
+
+@dataclass(frozen=True)
+class Window:
+    start_ns: int
+    end_ns: int
+
+    @property
+    def length_s(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e9
+
+
+def steady_window(records: Sequence[RequestRecord], concurrency: int) -> Window | None:
+    """The window in which `concurrency` requests were in flight; None if there was none."""
+    if len(records) <= concurrency:
+        return None
+    by_send = sorted(records, key=lambda r: r.send_ns)
+    first_wave = by_send[:concurrency]
+    if any(not r.chunk_ns for r in first_wave):
+        return None
+    start_ns = max(r.chunk_ns[0] for r in first_wave)
+    last_send_ns = by_send[-1].send_ns
+    end_ns = min(r.end_ns for r in records if r.end_ns > last_send_ns)
+    return Window(start_ns, end_ns) if end_ns > start_ns else None
+
+
+def chunk_token_counts(record: RequestRecord) -> list[float]:
+    """Tokens per content chunk: the server's token_ids counts, else usage spread evenly."""
+    if record.chunk_tokens is not None and len(record.chunk_tokens) == len(record.chunk_ns):
+        return [float(n) for n in record.chunk_tokens]
+    if not record.chunk_ns or not record.completion_tokens:
+        return [0.0] * len(record.chunk_ns)
+    return [record.completion_tokens / len(record.chunk_ns)] * len(record.chunk_ns)
+
+
+def tokens_in_window(records: Sequence[RequestRecord], window: Window) -> float:
+    """Output tokens whose chunk arrived inside [start, end)."""
+    total = 0.0
+    for record in records:
+        for t_ns, tokens in zip(record.chunk_ns, chunk_token_counts(record), strict=True):
+            if window.start_ns <= t_ns < window.end_ns:
+                total += tokens
+    return total
+
+
+def window_output_tok_per_s(records: Sequence[RequestRecord], window: Window) -> float:
+    """Output tokens arrived inside the window / window length."""
+    return tokens_in_window(records, window) / window.length_s
+
+
+def mean_in_flight(records: Sequence[RequestRecord], window: Window) -> float:
+    """Time-weighted mean number of requests in flight during the window."""
+    busy_ns = 0
+    for record in records:
+        overlap = min(record.end_ns, window.end_ns) - max(record.send_ns, window.start_ns)
+        busy_ns += max(0, overlap)
+    return busy_ns / (window.end_ns - window.start_ns)
+
+
+def completed_in_window(records: Sequence[RequestRecord], window: Window) -> int:
+    return sum(1 for r in records if window.start_ns <= r.end_ns < window.end_ns)
