@@ -8,6 +8,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from analysis.repeats import aggregate_repeats
 from store.read import connect
 
 COLUMNS = [
@@ -108,3 +109,17 @@ def render(frame: pd.DataFrame, console: Console | None = None) -> None:
     for row in frame.itertuples():
         if getattr(row, "valid", True) is False:
             console.print(f"INVALID {row.model}/{row.corpus}/{row.lever}: {row.invalid_reasons}")
+
+
+def render_repeats(frame: pd.DataFrame, console: Console) -> None:
+    """Median and MAD over repeats, VALID cells only, saying how many were left out."""
+    table_data, excluded = aggregate_repeats(frame)
+    table = Table(title="repeats: output tok/s in the window (VALID cells)")
+    for header in ("model", "corpus", "lever", "K", "n", "median", "MAD"):
+        table.add_column(header)
+    for row in table_data.itertuples():
+        table.add_row(row.model, row.corpus, row.lever, str(row.k or "-"), str(row.n),
+                      _fmt(row.median), _fmt(row.mad))  # fmt: skip
+    console.print(table)
+    if excluded:
+        console.print(f"{excluded} INVALID cells left out (see invalid_reasons)")

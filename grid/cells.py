@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from grid.schema import CorpusSpec, EngineConfig, LeverSpec, LoadSpec, ModelSpec
@@ -72,7 +72,8 @@ class Cell:
     corpus: CorpusSpec
     load: LoadSpec
     repeat: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    # Which launch of its engine spec runs this cell (scheduling, not in the key).
+    launch: int = 0
 
     @property
     def key(self) -> str:

@@ -69,6 +69,8 @@ def validate(config: Config) -> None:
     unknown_ks = set(grid.ks) - set(grid.levers)
     if unknown_ks:
         raise ConfigError(f"grid.ks names levers not in grid.levers: {sorted(unknown_ks)}")
+    if grid.repeat_order not in ("interleaved", "same_engine"):
+        raise ConfigError(f"grid.repeat_order must be interleaved or same_engine, got '{grid.repeat_order}'")
     if grid.repeats < 1:
         raise ConfigError(f"grid.repeats must be >= 1, got {grid.repeats}")
     for name in ("concurrency", "max_tokens", "num_prompts"):
@@ -96,25 +98,34 @@ def skip_reason(model: ModelSpec, lever: LeverSpec) -> str | None:
 def expand_all(config: Config, conf_dir: Path = CONF_DIR) -> Expansion:
     """All cells of the grid plus the skipped combinations.
 
-    Order: model, lever, K (one engine spec each), then repeat and corpus, so
-    cells sharing an engine spec are adjacent.
+    Order: repeat, then engine spec (model, lever, K; reversed on odd repeats),
+    then corpus, when repeats are interleaved; engine spec, repeat, corpus
+    when they share one launch. Cells of one launch are adjacent.
     """
     validate(config)
     grid = config.grid
     models = [load_spec(ModelSpec, name, conf_dir) for name in grid.models]
     levers = [load_spec(LeverSpec, name, conf_dir) for name in grid.levers]
     corpora = [load_spec(CorpusSpec, name, conf_dir) for name in grid.corpora]
-    cells, skipped = [], []
+    specs, skipped = [], []
     for model in models:
         check_model_fits(model, config.cluster)
         for lever in levers:
             if reason := skip_reason(model, lever):
                 skipped.append(Skipped(model.name, lever.name, reason))
                 continue
-            for k in lever_ks(lever, grid.ks.get(lever.name)):
-                spec = EngineSpec(model=model, lever=lever, k=k, engine=config.engine)
-                for repeat in range(grid.repeats):
-                    cells.extend(Cell(spec, corpus, config.load, repeat) for corpus in corpora)
+            specs.extend(
+                EngineSpec(model, lever, k, config.engine) for k in lever_ks(lever, grid.ks.get(lever.name))
+            )
+    cells = []
+    if grid.repeat_order == "same_engine":
+        for spec in specs:
+            for repeat in range(grid.repeats):
+                cells.extend(Cell(spec, corpus, config.load, repeat) for corpus in corpora)
+    else:
+        for repeat in range(grid.repeats):
+            for spec in specs if repeat % 2 == 0 else reversed(specs):
+                cells.extend(Cell(spec, corpus, config.load, repeat, launch=repeat) for corpus in corpora)
     keys = [c.key for c in cells]
     if len(set(keys)) != len(keys):
         raise ConfigError("two cells have the same key; the grid lists the same combination twice")

@@ -20,12 +20,13 @@ class EngineGroup:
 
 
 def group_by_engine(cells: list[Cell]) -> list[EngineGroup]:
-    """Cells sharing an engine spec become one group, in first-seen order; largest TP first."""
-    order: dict[str, list[Cell]] = {}
-    specs: dict[str, EngineSpec] = {}
+    """Cells sharing an engine spec (and launch) become one group, in first-seen order; largest TP first."""
+    order: dict[tuple[str, int], list[Cell]] = {}
+    specs: dict[tuple[str, int], EngineSpec] = {}
     for cell in cells:
-        order.setdefault(cell.engine_spec.key, []).append(cell)
-        specs[cell.engine_spec.key] = cell.engine_spec
+        key = (cell.engine_spec.key, cell.launch)
+        order.setdefault(key, []).append(cell)
+        specs[key] = cell.engine_spec
     groups = [EngineGroup(specs[key], tuple(group)) for key, group in order.items()]
     # Largest bundles first limits fragmentation; sorted() is stable within a size.
     return sorted(groups, key=lambda g: -g.gpus)

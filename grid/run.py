@@ -8,7 +8,7 @@ from dataclasses import asdict
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from analysis.summary import latest_cells, render
+from analysis.summary import latest_cells, render, render_repeats
 from grid.cells import stable_hash
 from grid.compose import compose_config
 from grid.cost import launch_order
@@ -67,7 +67,10 @@ def run(overrides: list[str], console: Console | None = None) -> int:
         outcomes = launch(groups, ctx, config, console)
     final = {o.cell_key: o for o in outcomes}  # the last attempt of each cell decides
     failed = [o for o in final.values() if o.status != "ok"]
-    render(latest_cells(ctx.store_root, ctx.session_id), console)
+    session_cells = latest_cells(ctx.store_root, ctx.session_id)
+    render(session_cells, console)
+    if config.grid.repeats > 1 and not session_cells.empty:
+        render_repeats(session_cells, console)
     console.print(
         f"done {len(final) - len(failed)}, failed {len(failed)}, skipped {len(cells) - len(todo)} "
         f"(attempts {len(outcomes)})"

@@ -131,6 +131,10 @@ class GridSpec:
     # `+grid.ks.bestkpad=[4,8]` on the command line.
     ks: dict[str, list[int]] = field(default_factory=dict)
     repeats: int = 1
+    # interleaved: each repeat is its own engine launch, levers in order on
+    # even repeats and reversed on odd ones (A B C, C B A), so drift within a
+    # session spreads evenly; same_engine: repeats run back to back on one launch.
+    repeat_order: str = "interleaved"
 
 
 @dataclass

@@ -30,6 +30,7 @@ from workers.engine import Engine, log_tail, new_endpoint
 from workers.engine_args import serve_argv, serve_env, served_name
 from workers.engine_log import read_effective_config
 from workers.gates import GateInputs, evaluate
+from workers.gpu_telemetry import GpuSampler
 from workers.load import LoopLag, RequestRecord, Target, run_load, run_measured
 from workers.prompts import load_corpus, schedule
 
@@ -159,11 +160,13 @@ def run_cell(cell: Cell, engine: Engine, ctx: RunContext) -> tuple[list[RequestR
         asyncio.run(run_load(target, plan.warmup, cell.load, phase="warmup"))
     before = scrape(endpoint.base_url, endpoint.api_key)
     cpu_start_s = time.process_time()
-    records, lag = asyncio.run(run_measured(target, plan.measured, cell.load, phase="measure"))
+    with GpuSampler() as gpu:
+        records, lag = asyncio.run(run_measured(target, plan.measured, cell.load, phase="measure"))
     cpu_s = time.process_time() - cpu_start_s
     delta = scrape(endpoint.base_url, endpoint.api_key).minus(before)
     summary = summarize(records, delta, cpu_s, lag, cell.load.concurrency, ctx.gates)
     summary["prompts_repeated"] = plan.repeated
+    summary.update(gpu.columns(summary["output_tokens"]))
     return records, summary
 
 

@@ -25,13 +25,28 @@ def test_smoke_expands_to_models_x_corpora_x_lever_configs():
     ]
 
 
-def test_cells_sharing_an_engine_share_one_launch():
-    cells = cells_for("experiment=smoke", "grid.repeats=2")
+def test_repeats_on_one_engine_share_one_launch():
+    cells = cells_for("experiment=smoke", "grid.repeats=2", "grid.repeat_order=same_engine")
     groups = group_by_engine(cells)
     assert len(cells) == 8
     assert len(groups) == 2
     assert all(len(g.cells) == 4 for g in groups)
     assert {g.spec.lever.name for g in groups} == {"van", "suffix"}
+
+
+def test_interleaved_repeats_relaunch_and_reverse_the_lever_order():
+    cells = cells_for("experiment=smoke", "grid.repeats=3")
+    groups = group_by_engine(cells)
+    assert [(g.cells[0].repeat, g.spec.lever.name) for g in groups] == [
+        (0, "van"),
+        (0, "suffix"),
+        (1, "suffix"),
+        (1, "van"),
+        (2, "van"),
+        (2, "suffix"),
+    ]
+    assert all(len(g.cells) == 2 for g in groups)
+    assert len({c.key for c in cells}) == 12
 
 
 def test_k_sweep_gives_one_engine_per_k():
@@ -56,6 +71,7 @@ def test_lever_without_drafts_runs_at_k0():
         ("+grid.ks.bestkpad=[4]", "not in grid.levers"),
         ("+grid.ks.van=[4]", "has no drafts"),
         ("load.max_tokens=0", "load.max_tokens must be >= 1"),
+        ("grid.repeat_order=shuffled", "grid.repeat_order must be"),
         ("load.concurrency=0", "load.concurrency must be >= 1"),
         ("grid.repeats=0", "grid.repeats must be >= 1"),
         ("grid.levers=[van,van]", "lists a name twice"),
