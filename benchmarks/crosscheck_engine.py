@@ -9,7 +9,6 @@ tokens / (first send to last completion). Prints each run and the ratio of media
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import statistics
@@ -26,7 +25,7 @@ from grid.schema import LoadSpec
 from workers import metrics
 from workers.engine import Engine, new_endpoint
 from workers.engine_args import model_path, serve_argv, serve_env
-from workers.load import Target, run_load
+from workers.load import Target, run_load, run_sync
 from workers.prompts import Prompt, load_corpus
 from workers.runner import engine_base_env
 
@@ -44,7 +43,7 @@ OVERRIDES = [
 
 
 def harness_run(target: Target, prompts: list[Prompt], load: LoadSpec) -> float:
-    records = asyncio.run(run_load(target, prompts, load, "crosscheck"))
+    records = run_sync(run_load(target, prompts, load, "crosscheck"))
     assert all(r.error_type is None for r in records), [r.error_message for r in records if r.error_type]
     return metrics.whole_run_output_tok_per_s(records)
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import time
 
 from grid.schema import LoadSpec
-from workers.load import Target, run_load
+from workers.load import Target, run_load, run_sync
 from workers.prompts import Prompt
 
 
@@ -22,7 +21,7 @@ def main() -> None:
     prompts = [Prompt(str(i), prompt=f"prompt {i}") for i in range(args.n)]
     load = LoadSpec(concurrency=args.concurrency, max_tokens=args.max_tokens, num_prompts=args.n)
     start_s = time.perf_counter()
-    records = asyncio.run(run_load(Target(args.url, "", "stub", "completions"), prompts, load, "bench"))
+    records = run_sync(run_load(Target(args.url, "", "stub", "completions"), prompts, load, "bench"))
     wall_s = time.perf_counter() - start_s
     print(
         json.dumps(

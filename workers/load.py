@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
 from grid.schema import LoadSpec
 from workers.prompts import Prompt
-from workers.sse import decode_stream
+from workers.sse import decode_stream, split_reads
 
 KEEPALIVE_S = 2.0
+T = TypeVar("T")
 
 
 @dataclass
@@ -85,7 +87,7 @@ async def send_one(
     session: aiohttp.ClientSession, target: Target, prompt: Prompt, load: LoadSpec, record: RequestRecord
 ) -> None:
     """Stream one request into `record`; errors become columns, never exceptions."""
-    lines: list[tuple[int, bytes]] = []
+    reads: list[tuple[int, bytes]] = []
     try:
         async with session.post(url_for(target), json=request_body(target, prompt, load)) as resp:
             record.http_status = resp.status
@@ -93,14 +95,15 @@ async def send_one(
                 record.error_type = f"http_{resp.status}"
                 record.error_message = (await resp.text())[:500]
                 return
-            async for line in resp.content:
-                lines.append((time.perf_counter_ns(), line))
+            # Hot path: one timestamp and the raw bytes per network read.
+            async for blob in resp.content.iter_any():
+                reads.append((time.perf_counter_ns(), blob))
     except (TimeoutError, aiohttp.ClientError) as exc:
         record.error_type = type(exc).__name__
         record.error_message = str(exc)[:500]
     finally:
         record.end_ns = time.perf_counter_ns()
-    _fill_from_stream(record, lines)
+    _fill_from_stream(record, split_reads(reads) if reads else [])
 
 
 def _fill_from_stream(record: RequestRecord, lines: list[tuple[int, bytes]]) -> None:
@@ -185,3 +188,12 @@ async def run_measured(
         stop.set()
         await probe
     return records, lag
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion on uvloop (less CPU per network read) when it is installed."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)

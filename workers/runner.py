@@ -6,7 +6,6 @@ be tested and debugged as a plain function. Failures come back as outcomes.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
@@ -31,7 +30,7 @@ from workers.engine_args import serve_argv, serve_env, served_name
 from workers.engine_log import read_effective_config
 from workers.gates import GateInputs, evaluate
 from workers.gpu_telemetry import GpuSampler
-from workers.load import LoopLag, RequestRecord, Target, run_load, run_measured
+from workers.load import LoopLag, RequestRecord, Target, run_load, run_measured, run_sync
 from workers.prompts import load_corpus, schedule
 
 
@@ -157,11 +156,11 @@ def run_cell(cell: Cell, engine: Engine, ctx: RunContext) -> tuple[list[RequestR
     endpoint = engine.endpoint
     target = Target(endpoint.base_url, endpoint.api_key, served_name(cell.engine_spec), cell.corpus.endpoint)
     if plan.warmup:
-        asyncio.run(run_load(target, plan.warmup, cell.load, phase="warmup"))
+        run_sync(run_load(target, plan.warmup, cell.load, phase="warmup"))
     before = scrape(endpoint.base_url, endpoint.api_key)
     cpu_start_s = time.process_time()
     with GpuSampler() as gpu:
-        records, lag = asyncio.run(run_measured(target, plan.measured, cell.load, phase="measure"))
+        records, lag = run_sync(run_measured(target, plan.measured, cell.load, phase="measure"))
     cpu_s = time.process_time() - cpu_start_s
     delta = scrape(endpoint.base_url, endpoint.api_key).minus(before)
     summary = summarize(records, delta, cpu_s, lag, cell.load.concurrency, ctx.gates)
