@@ -49,7 +49,7 @@ def inputs(tmp_path):
     return tmp_path
 
 
-def stub_overrides(root: Path, cluster: Cluster, *extra: str) -> list[str]:
+def stub_overrides(root: Path, cluster: Cluster | object, *extra: str) -> list[str]:
     """Overrides that run the smoke grid on the stub engine against the fake cluster."""
     return [
         "experiment=smoke",
