@@ -47,18 +47,18 @@ class Launch:
 
 
 def init_ray(ray_cfg: RayConfig) -> None:
-    """Join the cluster at ray.address, or start a local one (what `ray.init()` does)."""
+    """Join ray.address; else the job's cluster under `ray job submit`; else start a local one.
+
+    Without an address Ray would otherwise join whatever `ray start` last left
+    in /tmp/ray, even a cluster that has since died; `ray.address=auto` asks
+    for that explicitly.
+    """
     if ray.is_initialized():
         return
+    address = ray_cfg.address or os.environ.get("RAY_ADDRESS") or "local"
     # A local cluster binds to loopback: it serves this machine only.
-    local = {"_node_ip_address": "127.0.0.1"} if ray_cfg.address is None else {}
-    ray.init(
-        address=ray_cfg.address,
-        include_dashboard=False,
-        log_to_driver=False,
-        configure_logging=False,
-        **local,
-    )
+    local = {"_node_ip_address": "127.0.0.1"} if address == "local" else {}
+    ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False, **local)
 
 
 def bundle(group: EngineGroup, ray_cfg: RayConfig) -> dict[str, float]:

@@ -149,7 +149,8 @@ class PathsConfig:
 
 @dataclass
 class RayConfig:
-    # None starts (or joins, under `ray job submit`) a cluster as ray.init() does.
+    # None: the job's cluster under `ray job submit`, else a new local cluster;
+    # "auto": the cluster `ray start` runs on this machine; or "host:port".
     address: str | None = None
     # CPUs reserved per engine; the CPU engine uses two cores (one compute
     # thread, one for the API server and client), so a 2-core machine runs

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import os
+import re
 
-import pandas as pd
 from rich.console import Console
 
 from grid.run import run
-from store.read import ok_files
 from tests.engine.conftest import engine_processes
+
+STAMP = re.compile(r"\) (?:INFO|WARNING|ERROR) (\d\d-\d\d \d\d:\d\d:\d\d)")
+
+
+def log_span(text: str) -> tuple[str, str]:
+    """First and last vLLM log timestamps (MM-DD HH:MM:SS sorts as text within a year)."""
+    stamps = STAMP.findall(text)
+    return stamps[0], stamps[-1]
 
 
 def test_two_real_engines_run_side_by_side(tmp_path):
@@ -35,10 +42,8 @@ def test_two_real_engines_run_side_by_side(tmp_path):
     assert not any("Address already in use" in t for t in text)
     ports = [t.split("--port ", 1)[1].split()[0] for t in text]
     assert ports[0] != ports[1]
-    requests = pd.concat(pd.read_parquet(p) for p in ok_files(tmp_path, "requests.parquet"))
-    summary = pd.concat(pd.read_parquet(p) for p in ok_files(tmp_path, "summary.parquet"))
-    requests = requests.merge(summary[["cell_key", "lever"]], on="cell_key")
-    spans = requests.groupby("lever").agg(start=("send_ns", "min"), end=("end_ns", "max"))
-    a, b = spans.loc["van"], spans.loc["van_noasync"]
-    assert a.start < b.end and b.start < a.end, "the two engines served at the same time"
+    # Both engines were up at once (each started before the other stopped), so
+    # their ports, vLLM's internal ones included, were held at the same time.
+    first, second = (log_span(t) for t in text)
+    assert first[0] < second[1] and second[0] < first[1], (first, second)
     assert not engine_processes()
