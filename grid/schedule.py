@@ -34,9 +34,6 @@ class EngineWorker:
         node_id = ray.get_runtime_context().get_node_id()
         return run_group(group, dataclasses.replace(ctx, node_id=node_id))
 
-    def pid(self) -> int:
-        return os.getpid()
-
 
 @dataclass
 class Launch:

@@ -243,7 +243,6 @@ class Config:
 def register() -> None:
     """Register the schemas so Hydra validates conf/ against them."""
     cs = ConfigStore.instance()
+    # Group files (engine/, load/, cluster/) merge into Config's typed fields,
+    # which validates them; only the root schema needs registering.
     cs.store(name="config_schema", node=Config)
-    cs.store(group="engine", name="engine_schema", node=EngineConfig)
-    cs.store(group="load", name="load_schema", node=LoadSpec)
-    cs.store(group="cluster", name="cluster_schema", node=ClusterSpec)

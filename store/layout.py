@@ -31,8 +31,11 @@ class StoreLayout:
     def session_file(self, session_id: str) -> Path:
         return self.root / "sessions" / f"{session_id}.json"
 
+    def logs_dir(self, session_id: str) -> Path:
+        return self.root / "logs" / session_id
+
     def engine_log(self, session_id: str, engine_key: str) -> Path:
-        return self.root / "logs" / session_id / f"{engine_key}.log"
+        return self.logs_dir(session_id) / f"{engine_key}.log"
 
     def manifests(self) -> list[Path]:
         return sorted((self.root / "cells").glob(f"*/*/{MANIFEST}"))

@@ -81,8 +81,9 @@ def ok_files(root: Path, name: str) -> list[str]:
 def connect(root: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with views `requests` and `cells` over the store's ok attempts."""
     con = duckdb.connect()
+    good, _ = ok_attempts(root)
     for view, name in (("requests", REQUESTS), ("cells", SUMMARY)):
-        files = ok_files(root, name)
+        files = [str(a.folder / name) for a in good]
         if files:
             listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
             con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet([{listed}], union_by_name=true)")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from grid.schema import GateConfig
+
 
 @dataclass(frozen=True)
 class GateInputs:
@@ -27,11 +29,8 @@ def token_mismatch(client_tokens: float, server_tokens: float | None) -> float |
     return abs(client_tokens - server_tokens) / server_tokens
 
 
-def evaluate(inputs: GateInputs, gates: object) -> dict[str, object]:
-    """Gate columns (gate_* booleans), `valid`, and `invalid_reasons` in words.
-
-    `gates` is a GateConfig (grid/schema.py): thresholds only.
-    """
+def evaluate(inputs: GateInputs, gates: GateConfig) -> dict[str, object]:
+    """Gate columns (gate_* booleans), `valid`, and `invalid_reasons` in words."""
     mismatch = token_mismatch(inputs.client_output_tokens, inputs.server_output_tokens)
     held = (inputs.mean_in_flight or 0.0) / inputs.concurrency
     checks = {

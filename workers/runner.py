@@ -226,7 +226,7 @@ def record_lost(group: EngineGroup, ctx: RunContext, error: str) -> list[CellOut
     """Failed attempts for cells whose worker never reported (actor or node lost)."""
     layout = StoreLayout(ctx.store_root)
     logs = sorted(
-        layout.engine_log(ctx.session_id, "x").parent.glob(f"{group.spec.key}-*.log"),
+        layout.logs_dir(ctx.session_id).glob(f"{group.spec.key}-*.log"),
         key=lambda p: p.stat().st_mtime,
     )
     tail = log_tail(logs[-1]) if logs else ""
