@@ -8,11 +8,13 @@ runs twice, with N_SMALL and N_LARGE requests, in a subprocess whose CPU time
 CPU per token, (cpu_large - cpu_small) / (tokens_large - tokens_small),
 removes start-up and import costs. Printed: µs per token and per chunk, the
 share of one core the client would need at 33,500 output tok/s (the study's
-highest figure), and ours / vllm's ratio.
+highest figure), and ours / vllm's ratio. "ours, no batch" reads every socket as
+soon as it is ready (load.read_batch_ms=0), to show what read batching saves.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchmarks import drive_vllm_bench
+from grid.schema import LoadSpec
 from workers.engine import free_port
 
 TARGET_TOK_PER_S = 33_500
@@ -51,7 +54,7 @@ def timed(argv: list[str], parse: Callable[[str], dict]) -> Run:
     return Run(**parse(out), cpu_s=children_cpu_s() - before)
 
 
-def ours(url: str, n: int) -> Run:
+def ours(url: str, n: int, read_batch_ms: float = LoadSpec.read_batch_ms) -> Run:
     def parse(out: str) -> dict:
         data = json.loads(out.strip().splitlines()[-1])
         assert data["errors"] == 0, data
@@ -69,6 +72,8 @@ def ours(url: str, n: int) -> Run:
         str(CONCURRENCY),
         "--max-tokens",
         str(MAX_TOKENS),
+        "--read-batch-ms",
+        str(read_batch_ms),
     ]
     return timed(argv, parse)
 
@@ -120,26 +125,30 @@ def main() -> None:
         f"{N_SMALL} -> {N_LARGE} requests; core share at {TARGET_TOK_PER_S:,} tok/s"
     )
     print(
-        f"{'tok/chunk':>9} {'client':>12} {'µs/token':>9} {'µs/chunk':>9} {'core@33.5k':>10} {'tok/s':>8} "
+        f"{'tok/chunk':>9} {'client':>14} {'µs/token':>9} {'µs/chunk':>9} {'core@33.5k':>10} {'tok/s':>8} "
         f"{'CPU s, whole process':>21}"
     )
     for tokens_per_chunk in (1, 4):
         proc, url = start_stub(tokens_per_chunk)
         try:
-            results = {"ours": marginal(ours, url), "vllm bench": marginal(vllm_bench, url)}
+            results = {
+                "ours": marginal(ours, url),
+                "ours, no batch": marginal(functools.partial(ours, read_batch_ms=0.0), url),
+                "vllm bench": marginal(vllm_bench, url),
+            }
         finally:
             proc.kill()
             proc.wait()
         for name, r in results.items():
             share = r["cpu_us_per_token"] * TARGET_TOK_PER_S / 1e6
             print(
-                f"{tokens_per_chunk:>9} {name:>12} {r['cpu_us_per_token']:>9.2f} "
+                f"{tokens_per_chunk:>9} {name:>14} {r['cpu_us_per_token']:>9.2f} "
                 f"{r['cpu_us_per_token'] * tokens_per_chunk:>9.2f} {share:>10.1%} {r['tok_per_s']:>8,.0f}"
             )
         ratio = results["ours"]["cpu_us_per_token"] / results["vllm bench"]["cpu_us_per_token"]
         whole = results["ours"]["total_cpu_s"] / results["vllm bench"]["total_cpu_s"]
         print(
-            f"{tokens_per_chunk:>9} {'ours/vllm':>12} {ratio:>9.3f}  (target <= 0.25); "
+            f"{tokens_per_chunk:>9} {'ours/vllm':>14} {ratio:>9.3f}  (target <= 0.25); "
             f"whole-process CPU of the {N_LARGE}-request run: {whole:.3f}"
         )
 

@@ -17,9 +17,15 @@ def main() -> None:
     parser.add_argument("--n", type=int, required=True)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--read-batch-ms", type=float, default=LoadSpec.read_batch_ms)
     args = parser.parse_args()
     prompts = [Prompt(str(i), prompt=f"prompt {i}") for i in range(args.n)]
-    load = LoadSpec(concurrency=args.concurrency, max_tokens=args.max_tokens, num_prompts=args.n)
+    load = LoadSpec(
+        concurrency=args.concurrency,
+        max_tokens=args.max_tokens,
+        num_prompts=args.n,
+        read_batch_ms=args.read_batch_ms,
+    )
     start_s = time.perf_counter()
     records = run_sync(run_load(Target(args.url, "", "stub", "completions"), prompts, load, "bench"))
     wall_s = time.perf_counter() - start_s

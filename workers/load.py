@@ -1,7 +1,8 @@
 """Async streaming client: a fixed number of requests in flight, raw timestamps per chunk.
 
-Hot path: per SSE line only a perf_counter_ns() and the raw bytes are kept;
-JSON decoding and every metric happen after the stream ends (workers/sse.py).
+Hot path: per socket read only a perf_counter_ns() and the raw bytes are kept
+(workers/http1.py); HTTP framing, JSON decoding and every metric happen after
+the stream ends (workers/sse.py).
 Tokens come from the server's `usage`, never from counting chunks.
 """
 
@@ -13,13 +14,15 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import aiohttp
+import msgspec
 
 from grid.schema import LoadSpec
+from workers.http1 import Connection, MalformedResponse, Response, parse_response
 from workers.prompts import Prompt
-from workers.sse import decode_stream, split_reads
+from workers.sse import decode_response
 
 KEEPALIVE_S = 2.0
+ENCODE = msgspec.json.Encoder().encode
 T = TypeVar("T")
 
 
@@ -78,39 +81,45 @@ def _flatten(messages: tuple[dict[str, str], ...] | None) -> str:
     return "\n\n".join(m["content"] for m in messages or ())
 
 
-def url_for(target: Target) -> str:
-    path = "/v1/chat/completions" if target.endpoint == "chat" else "/v1/completions"
-    return target.base_url + path
+def endpoint_path(target: Target) -> str:
+    return "/v1/chat/completions" if target.endpoint == "chat" else "/v1/completions"
 
 
-async def send_one(
-    session: aiohttp.ClientSession, target: Target, prompt: Prompt, load: LoadSpec, record: RequestRecord
-) -> None:
+async def send_one(conn: Connection, request: bytes, record: RequestRecord, timeout_s: float | None) -> None:
     """Stream one request into `record`; errors become columns, never exceptions."""
     reads: list[tuple[int, bytes]] = []
     try:
-        async with session.post(url_for(target), json=request_body(target, prompt, load)) as resp:
-            record.http_status = resp.status
-            if resp.status != 200:
-                record.error_type = f"http_{resp.status}"
-                record.error_message = (await resp.text())[:500]
-                return
-            # Hot path: one timestamp and the raw bytes per network read.
-            async for blob in resp.content.iter_any():
-                reads.append((time.perf_counter_ns(), blob))
-    except (TimeoutError, aiohttp.ClientError) as exc:
+        async with asyncio.timeout(timeout_s):
+            await conn.post(request, reads)
+    except (TimeoutError, OSError) as exc:
         record.error_type = type(exc).__name__
-        record.error_message = str(exc)[:500]
+        record.error_message = str(exc)[:500] or record.error_type
     finally:
         record.end_ns = time.perf_counter_ns()
-    _fill_from_stream(record, split_reads(reads) if reads else [])
-
-
-def _fill_from_stream(record: RequestRecord, lines: list[tuple[int, bytes]]) -> None:
-    if not lines:
+    if not reads:
         return
     try:
-        stream = decode_stream(lines)
+        response = parse_response(reads, complete=record.error_type is None)
+    except MalformedResponse as exc:
+        record.error_type = record.error_type or "bad_response"
+        record.error_message = record.error_message or str(exc)[:500]
+        conn.close()
+        return
+    if not response.keep_alive:
+        conn.close()
+    record.http_status = response.status
+    if response.status != 200:
+        record.error_type = f"http_{response.status}"
+        record.error_message = response.body[:500].decode(errors="replace")
+        return
+    _fill_from_stream(record, response)
+
+
+def _fill_from_stream(record: RequestRecord, response: Response) -> None:
+    if not response.body:
+        return
+    try:
+        stream = decode_response(response)
     except ValueError as exc:
         record.error_type = record.error_type or "bad_stream"
         record.error_message = record.error_message or str(exc)[:500]
@@ -130,27 +139,55 @@ def _fill_from_stream(record: RequestRecord, lines: list[tuple[int, bytes]]) -> 
 
 
 async def run_load(target: Target, prompts: list[Prompt], load: LoadSpec, phase: str) -> list[RequestRecord]:
-    """Send `prompts` with `load.concurrency` requests in flight until all are done."""
+    """Send `prompts` with `load.concurrency` requests in flight until all are done.
+
+    Each worker owns one keep-alive connection. vLLM's HTTP server closes idle
+    ones after 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE); a request written into a
+    connection it just closed would fail, so ours are reopened after
+    KEEPALIVE_S idle.
+    """
     records: list[RequestRecord] = []
     next_idx = 0
-    timeout = aiohttp.ClientTimeout(total=load.request_timeout_s)
     headers = {"Authorization": f"Bearer {target.api_key}"}
-    # vLLM's HTTP server closes idle keep-alive connections after 5 s
-    # (VLLM_HTTP_TIMEOUT_KEEP_ALIVE); reusing one it just closed fails with
-    # "Can not write request body". Drop ours first.
-    connector = aiohttp.TCPConnector(limit=load.concurrency, keepalive_timeout=KEEPALIVE_S)
+    path = endpoint_path(target)
 
-    async def worker(session: aiohttp.ClientSession) -> None:
+    async def worker() -> None:
         nonlocal next_idx
-        while next_idx < len(prompts):
-            idx, next_idx = next_idx, next_idx + 1
-            record = RequestRecord(idx, prompts[idx].prompt_id, phase, send_ns=time.perf_counter_ns())
-            records.append(record)
-            await send_one(session, target, prompts[idx], load, record)
+        conn = Connection(target.base_url, idle_close_s=KEEPALIVE_S)
+        try:
+            while next_idx < len(prompts):
+                idx, next_idx = next_idx, next_idx + 1
+                # Encoded before send_ns: the request's cost to us is not the server's latency.
+                request = conn.request_bytes(path, ENCODE(request_body(target, prompts[idx], load)), headers)
+                record = RequestRecord(idx, prompts[idx].prompt_id, phase, send_ns=time.perf_counter_ns())
+                records.append(record)
+                await send_one(conn, request, record, load.request_timeout_s)
+        finally:
+            conn.close()
 
-    async with aiohttp.ClientSession(headers=headers, timeout=timeout, connector=connector) as session:
-        await asyncio.gather(*(worker(session) for _ in range(min(load.concurrency, len(prompts)))))
+    stop = asyncio.Event()
+    pacer = asyncio.create_task(batch_reads(load.read_batch_ms / 1e3, stop)) if load.read_batch_ms else None
+    try:
+        await asyncio.gather(*(worker() for _ in range(min(load.concurrency, len(prompts)))))
+    finally:
+        stop.set()
+        if pacer is not None:
+            await pacer
     return sorted(records, key=lambda r: r.request_idx)
+
+
+async def batch_reads(interval_s: float, stop: asyncio.Event) -> None:
+    """Hold the event loop for `interval_s` between its turns, so one turn reads many sockets at once.
+
+    Blocking the loop on purpose: while it sleeps, bytes pile up in the socket
+    buffers; the next turn's one poll returns every ready connection and each
+    read carries several events. Wake-ups (and their kernel time) drop from
+    one per event to one per interval; every timestamp is late by at most the
+    interval.
+    """
+    while not stop.is_set():
+        time.sleep(interval_s)
+        await asyncio.sleep(0)
 
 
 LAG_PROBE_S = 0.01

@@ -1,7 +1,7 @@
 """Server-sent events of OpenAI-style streaming responses, decoded after the stream ends.
 
-The client keeps only (perf-counter ns, raw line) while streaming; JSON decoding
-happens here, off the hot path.
+The client keeps only (perf-counter ns, raw bytes) per socket read while
+streaming; JSON decoding happens here, off the hot path, once per response.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+
+from workers.http1 import Response
 
 DONE = b"[DONE]"
 
@@ -32,24 +34,6 @@ class StreamResult:
     chunk_tokens: list[int] | None = None
 
 
-def split_reads(reads: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
-    """Lines from raw network reads, each stamped with the read that completed it.
-
-    The client stamps each read, not each line: events that arrived in one read
-    were seen by the client at the same instant, and a line split across two
-    reads was only complete at the second.
-    """
-    lines: list[tuple[int, bytes]] = []
-    pending = b""
-    for t_ns, blob in reads:
-        parts = (pending + blob).split(b"\n")
-        pending = parts.pop()
-        lines.extend((t_ns, part) for part in parts if part)
-    if pending:
-        lines.append((reads[-1][0], pending))
-    return lines
-
-
 def data_payload(line: bytes) -> bytes | None:
     """The payload of an SSE `data:` line; None for blank lines, comments and other fields."""
     line = line.strip()
@@ -58,24 +42,26 @@ def data_payload(line: bytes) -> bytes | None:
     return line[5:].strip()
 
 
-class Delta(msgspec.Struct):
+class Delta(msgspec.Struct, gc=False):
     content: str | None = None
     reasoning_content: str | None = None
 
 
-class Choice(msgspec.Struct):
+class Choice(msgspec.Struct, gc=False):
     text: str | None = None  # completions
     delta: Delta | None = None  # chat
     token_ids: list[int] | None = None
     finish_reason: str | None = None
 
 
-class Usage(msgspec.Struct):
+class Usage(msgspec.Struct, gc=False):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
 
 
-class Event(msgspec.Struct):
+# gc=False: these structs hold no cycles, and untracked objects make decoding
+# about three times faster (measured: 1.8 -> 0.55 µs per vLLM event).
+class Event(msgspec.Struct, gc=False):
     """One streamed chunk, only the fields the harness reads (others are skipped unparsed)."""
 
     choices: list[Choice] | None = None
@@ -83,42 +69,90 @@ class Event(msgspec.Struct):
     error: Any = None
 
 
-EVENT = msgspec.json.Decoder(Event)
-
-
-def choice_text(choice: Choice) -> str:
-    """Text of one streamed choice: completions put it in `text`, chat in `delta.content`."""
-    if choice.text is not None:
-        return choice.text
-    if choice.delta is None:
-        return ""
-    return (choice.delta.content or "") + (choice.delta.reasoning_content or "")
+EVENTS = msgspec.json.Decoder(list[Event])
 
 
 def error_message(error: Any) -> str:
     return str(error.get("message", error)) if isinstance(error, dict) else str(error)
 
 
+def decode_response(response: Response) -> StreamResult:
+    """Decode a streamed response; events are stamped with the socket read that completed them."""
+    fast = _fast_events(response)
+    if fast is None:
+        return decode_stream(response.body_lines())
+    stamps, payloads = fast
+    return _decode_payloads(stamps, payloads)
+
+
+def _fast_events(response: Response) -> tuple[list[int], list[bytes]] | None:
+    """(stamps, payloads) with per-read work only, for the common shape of a stream.
+
+    That shape is what vLLM sends: every event one `data: <json>` line followed
+    by a blank line. An event's line ends at its "\n\n", so counting those per
+    raw read (chunk framing never contains "\n\n") says which read completed
+    each event; the counts must add up to the body's events, or the general
+    line-by-line path is taken.
+    """
+    body = response.body
+    n_events = body.count(b"\n\n")
+    if not (
+        n_events
+        and body.startswith(b"data: ")
+        and body.endswith(b"\n\n")
+        and body.count(b"\n") == 2 * n_events
+        and body.count(b"\n\ndata: ") == n_events - 1
+    ):
+        return None
+    reads = response.reads
+    # Per read, in C: one count.
+    stamps = [t_ns for t_ns, blob in reads for _ in range(blob.count(b"\n\n"))]
+    if len(stamps) < n_events:
+        # Some "\n\n" was split across two reads: the line was complete at the first.
+        stamps = []
+        for i, (t_ns, blob) in enumerate(reads):
+            split = blob[-1:] == b"\n" and i + 1 < len(reads) and reads[i + 1][1][:1] == b"\n"
+            stamps.extend([t_ns] * (blob.count(b"\n\n") + split))
+    if len(stamps) != n_events:
+        return None
+    return stamps, body[6:-2].split(b"\n\ndata: ")
+
+
 def decode_stream(lines: list[tuple[int, bytes]]) -> StreamResult:
-    """Decode (timestamp_ns, raw line) pairs of one response (see split_reads for raw reads).
+    """Decode (timestamp_ns, raw line) pairs of one response, line by line (any SSE shape).
 
     Raises ValueError on a line that is not valid JSON of the expected shape.
     """
-    result = StreamResult([], None, None, None, "", saw_done=False)
-    pieces: list[str] = []
-    counts: list[int] = []
-    counted_all = True
+    stamps: list[int] = []
+    payloads: list[bytes] = []
     for t_ns, line in lines:
         payload = data_payload(line)
-        if not payload:
-            continue
-        if payload == DONE:
-            result.saw_done = True
-            continue
-        try:
-            event = EVENT.decode(payload)
-        except msgspec.DecodeError as exc:
-            raise ValueError(f"bad SSE event: {exc}") from exc
+        if payload:
+            stamps.append(t_ns)
+            payloads.append(payload)
+    return _decode_payloads(stamps, payloads)
+
+
+def _decode_payloads(stamps: list[int], payloads: list[bytes]) -> StreamResult:
+    """Events from `data:` payloads in arrival order; [DONE] marks a complete stream."""
+    result = StreamResult([], None, None, None, "", saw_done=False)
+    if payloads and payloads[-1] == DONE:  # where it belongs: drop it without copying the rest
+        result.saw_done = True
+        stamps, payloads = stamps[:-1], payloads[:-1]
+    if DONE in payloads:
+        result.saw_done = True
+        keep = [i for i, payload in enumerate(payloads) if payload != DONE]
+        stamps, payloads = [stamps[i] for i in keep], [payloads[i] for i in keep]
+    try:
+        # One decoder call for the whole response: far cheaper than one per event.
+        events = EVENTS.decode(b"[" + b",".join(payloads) + b"]")
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"bad SSE event: {exc}") from exc
+    pieces: list[str] = []
+    counts: list[int] = []  # -1 where the server sent no token ids
+    # The loop runs once per event: names bound locally, no calls it can avoid.
+    add_piece, add_count, add_ns = pieces.append, counts.append, result.content_chunk_ns.append
+    for t_ns, event in zip(stamps, events, strict=True):
         if event.error is not None:
             result.error_message = error_message(event.error)
             continue
@@ -126,15 +160,18 @@ def decode_stream(lines: list[tuple[int, bytes]]) -> StreamResult:
             result.prompt_tokens = event.usage.prompt_tokens
             result.completion_tokens = event.usage.completion_tokens
         for choice in event.choices or ():
-            text = choice_text(choice)
-            if text or choice.token_ids:
-                pieces.append(text)
-                result.content_chunk_ns.append(t_ns)
-                counts.append(len(choice.token_ids or ()))
-                counted_all = counted_all and choice.token_ids is not None
+            text = choice.text
+            if text is None:
+                delta = choice.delta
+                text = "" if delta is None else (delta.content or "") + (delta.reasoning_content or "")
+            ids = choice.token_ids
+            if text or ids:
+                add_piece(text)
+                add_ns(t_ns)
+                add_count(-1 if ids is None else len(ids))
             if choice.finish_reason:
                 result.finish_reason = choice.finish_reason
     result.text = "".join(pieces)
-    if counted_all and counts:
+    if counts and min(counts) >= 0:
         result.chunk_tokens = counts
     return result

@@ -47,4 +47,4 @@ def test_concurrency_is_held_at_the_configured_level():
 
 def test_connection_refused_is_recorded_not_raised():
     records = run("http://127.0.0.1:9", PROMPTS[:2], LoadSpec(concurrency=2, max_tokens=4))
-    assert all(r.error_type == "ClientConnectorError" for r in records)
+    assert all(r.error_type == "ConnectionRefusedError" for r in records)

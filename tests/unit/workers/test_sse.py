@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from workers.sse import data_payload, decode_stream, split_reads
+from workers.sse import data_payload, decode_stream
 
 
 def line(obj):
@@ -78,12 +78,3 @@ def test_token_ids_give_exact_tokens_per_chunk():
 def test_chunk_tokens_are_none_when_the_server_sends_no_ids():
     result = decode_stream([(1, line(chat_chunk("hi")))])
     assert result.chunk_tokens is None
-
-
-def test_split_reads_stamps_each_line_with_the_read_that_completed_it():
-    reads = [(10, b'data: {"a": 1}\n\ndata: {"b"'), (20, b": 2}\n\ndata: [DONE]\n\n")]
-    assert split_reads(reads) == [(10, b'data: {"a": 1}'), (20, b'data: {"b": 2}'), (20, b"data: [DONE]")]
-
-
-def test_split_reads_keeps_a_final_line_without_newline():
-    assert split_reads([(5, b"data: [DONE]")]) == [(5, b"data: [DONE]")]
