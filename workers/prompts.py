@@ -1,14 +1,13 @@
-"""Prompt corpora on disk (JSONL) and the seeded order in which a run sends them."""
+"""Prompt corpora on disk and the seeded order in which a run sends them."""
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from grid.errors import ConfigError
+from workers.traces import Skipped, read_rows
 
 
 @dataclass(frozen=True)
@@ -20,27 +19,37 @@ class Prompt:
     messages: tuple[dict[str, str], ...] | None = None
 
 
-def load_corpus(path: Path) -> list[Prompt]:
-    """Read a corpus JSONL file; each line has `id` and `prompt` or `messages`."""
-    if not path.is_file():
+@dataclass(frozen=True)
+class Corpus:
+    """A loaded corpus and the bad rows left out of it (only under skip_bad_rows)."""
+
+    prompts: list[Prompt]
+    skipped_rows: int = 0
+    # The first few skipped rows' "file:row: reason", for the log and the results.
+    skip_reasons: tuple[str, ...] = ()
+
+
+def read_corpus(path: Path, format: str = "auto", skip_bad_rows: bool = False) -> Corpus:
+    """Read a built corpus or a bring-your-own trace (JSONL, Parquet, save_to_disk folder).
+
+    Formats and row shapes are in workers/traces.py. A bad row raises an error
+    naming file, row and reason; with `skip_bad_rows` it is counted instead.
+    """
+    if not path.exists():
         raise ConfigError(f"corpus file {path} is missing; build it with `make assets` (python -m assets)")
-    prompts = []
-    with path.open() as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row: dict[str, Any] = json.loads(line)
-                prompt_id = str(row["id"])
-            except (json.JSONDecodeError, KeyError) as exc:
-                raise ConfigError(f"{path}:{line_no}: bad corpus row ({exc}); each row needs `id`") from exc
-            if ("prompt" in row) == ("messages" in row):
-                raise ConfigError(f"{path}:{line_no}: a row needs exactly one of `prompt`, `messages`")
-            messages = tuple(row["messages"]) if "messages" in row else None
-            prompts.append(Prompt(prompt_id, row.get("prompt"), messages))
+    skipped = Skipped() if skip_bad_rows else None
+    prompts = [Prompt(r.prompt_id, r.prompt, r.messages) for r in read_rows(path, format, skipped)]
+    count = skipped.count if skipped else 0
     if not prompts:
-        raise ConfigError(f"corpus file {path} has no prompts")
-    return prompts
+        raise ConfigError(
+            f"corpus file {path} has no prompts" + (f" ({count} bad rows skipped)" if count else "")
+        )
+    return Corpus(prompts, count, tuple(skipped.reasons) if skipped else ())
+
+
+def load_corpus(path: Path, format: str = "auto", skip_bad_rows: bool = False) -> list[Prompt]:
+    """The prompts of `read_corpus`, for callers that need no skipped-row count."""
+    return read_corpus(path, format, skip_bad_rows).prompts
 
 
 @dataclass(frozen=True)

@@ -25,14 +25,18 @@ def test_load_corpus_reads_prompts_and_messages(tmp_path):
     ("rows", "message"),
     [
         (["{not json"], r"c.jsonl:1: bad corpus row"),
-        ([{"prompt": "x"}], r"c.jsonl:1: bad corpus row"),
-        ([{"id": 1, "prompt": "a"}, {"id": 2}], r"c.jsonl:2: a row needs exactly one of"),
+        ([{"id": 1}], r"c.jsonl:1: bad corpus row"),
+        ([{"id": 1, "prompt": "a"}, {"id": 2}], r"c.jsonl:2: bad corpus row: a row needs exactly one of"),
         ([], "has no prompts"),
     ],
 )
 def test_bad_rows_name_the_line(tmp_path, rows, message):
     with pytest.raises(ConfigError, match=message):
         load_corpus(write(tmp_path, rows))
+
+
+def test_rows_without_id_are_numbered(tmp_path):
+    assert load_corpus(write(tmp_path, ["", {"prompt": "x"}]))[0] == Prompt("row-2", "x", None)
 
 
 def test_missing_corpus_says_how_to_build_it(tmp_path):

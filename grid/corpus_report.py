@@ -1,0 +1,77 @@
+"""`python -m grid corpus`: every configured corpus with its size and prompt-length percentiles.
+
+Built corpora carry a `<name>.meta.json` (assets/corpora.py) with their token
+statistics; a bring-your-own trace without one is read to count its prompts
+(and its bad rows), and its lengths show as unknown.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from grid.catalog import available, load_spec
+from grid.compose import compose_config
+from grid.errors import ConfigError
+from grid.paths import project_path
+from grid.schema import CorpusSpec
+
+COLUMNS = ("corpus", "endpoint", "prompts", "cap", "p50", "p90", "p99", "max", "licenses", "state")
+NUMERIC = ("prompts", "cap", "p50", "p90", "p99", "max")
+
+
+def corpus_rows(data_dir: Path) -> list[dict[str, Any]]:
+    """One row per conf/corpus/*.yaml, as plain data."""
+    return [describe(load_spec(CorpusSpec, name), data_dir) for name in available("corpus")]
+
+
+def describe(spec: CorpusSpec, data_dir: Path) -> dict[str, Any]:
+    """Size and lengths from the meta file, else from reading the trace itself."""
+    path = data_dir / spec.path
+    row: dict[str, Any] = {"corpus": spec.name, "endpoint": spec.endpoint, "path": str(path)}
+    meta_file = path.with_suffix(".meta.json")
+    if meta_file.is_file():
+        meta = json.loads(meta_file.read_text())
+        stats = meta.get("prompt_tokens", {})
+        row |= {"prompts": meta.get("prompts"), "cap": meta.get("max_prompt_tokens"), "state": "built"}
+        row |= {key: stats.get(key) for key in ("p50", "p90", "p99", "max")}
+        row["licenses"] = ", ".join(meta.get("licenses", []))
+        return row
+    if not path.exists():
+        return row | {"state": "missing: run `make assets`", "licenses": spec.license}
+    from workers.prompts import read_corpus  # reads the whole trace; only for files without meta
+
+    try:
+        corpus = read_corpus(path, spec.format, spec.skip_bad_rows)
+    except ConfigError as exc:
+        return row | {"state": f"unreadable: {exc}", "licenses": spec.license}
+    state = f"own trace, {corpus.skipped_rows} bad rows skipped" if corpus.skipped_rows else "own trace"
+    return row | {"prompts": len(corpus.prompts), "licenses": spec.license, "state": state}
+
+
+def corpus(overrides: list[str], console: Console | None = None) -> int:
+    """Print the table, or JSON with `format=json` (like `plan`)."""
+    fmt = "table"
+    rest = []
+    for item in overrides:
+        if item.startswith("format="):
+            fmt = item.split("=", 1)[1]
+        else:
+            rest.append(item)
+    if fmt not in ("table", "json"):
+        raise ConfigError(f"format must be table or json, got '{fmt}'")
+    rows = corpus_rows(project_path(compose_config(rest).paths.data_dir))
+    if fmt == "json":
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = Table(title="corpora (prompt tokens under the embedded model's tokenizer)")
+    for column in COLUMNS:
+        table.add_column(column, justify="right" if column in NUMERIC else "left")
+    for row in rows:
+        table.add_row(*("" if row.get(c) is None else str(row[c]) for c in COLUMNS))
+    (console or Console()).print(table)
+    return 0

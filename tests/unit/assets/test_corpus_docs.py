@@ -1,0 +1,27 @@
+import re
+
+from assets.corpus_docs import rag_rows, sections, summarize_rows
+from tests.unit.assets.conftest import check_rows
+
+
+def test_sections_respect_the_size_window(few_packages):
+    found = list(sections(2_000, 500))
+    assert found
+    assert all(len(s.text) >= 500 for s in found)
+
+
+def test_summarize_rows_are_long_documents_trimmed_to_the_cap(counter, few_packages):
+    rows = list(summarize_rows(counter, 1984))
+    check_rows(rows, 1984)
+    assert all("<document>" in r["messages"][0]["content"] for r in rows)
+    assert max(r["prompt_tokens"] for r in rows) > 1000
+
+
+def test_rag_question_term_appears_in_exactly_one_passage(counter, few_packages):
+    rows = list(rag_rows(counter, 1984))
+    check_rows(rows, 1984)
+    for row in rows[:20]:
+        user = row["messages"][-1]["content"]
+        term = user.split("What does the documentation say about `")[1].split("`?")[0]
+        passages = re.split(r"\n\n\[\d+\] ", user.split("\n\nQuestion:")[0])
+        assert sum(term in p for p in passages) == 1
