@@ -8,6 +8,7 @@ statistics; a bring-your-own trace without one is read to count its prompts
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,10 @@ def describe(spec: CorpusSpec, data_dir: Path) -> dict[str, Any]:
     if meta_file.is_file():
         meta = json.loads(meta_file.read_text())
         stats = meta.get("prompt_tokens", {})
-        row |= {"prompts": meta.get("prompts"), "cap": meta.get("max_prompt_tokens"), "state": "built"}
+        row |= {"prompts": meta.get("prompts"), "cap": meta.get("max_prompt_tokens"), "state": ""}
         row |= {key: stats.get(key) for key in ("p50", "p90", "p99", "max")}
-        row["licenses"] = ", ".join(meta.get("licenses", []))
+        licenses = meta.get("licenses", [])
+        row["licenses"] = ", ".join(licenses) if len(licenses) <= 2 else f"{len(licenses)} kinds"
         return row
     if not path.exists():
         return row | {"state": "missing: run `make assets`", "licenses": spec.license}
@@ -70,8 +72,9 @@ def corpus(overrides: list[str], console: Console | None = None) -> int:
         return 0
     table = Table(title="corpora (prompt tokens under the embedded model's tokenizer)")
     for column in COLUMNS:
-        table.add_column(column, justify="right" if column in NUMERIC else "left")
+        table.add_column(column, justify="right" if column in NUMERIC else "left", no_wrap=column != "state")
     for row in rows:
         table.add_row(*("" if row.get(c) is None else str(row[c]) for c in COLUMNS))
-    (console or Console()).print(table)
+    # Piped output would be cut to 80 columns; the table needs about 110.
+    (console or Console(width=None if sys.stdout.isatty() else 120)).print(table)
     return 0
