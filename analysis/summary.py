@@ -42,6 +42,8 @@ def latest_cells(root: Path, session_id: str | None = None) -> pd.DataFrame:
             QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY attempt_id DESC) = 1""",
         {"sid": session_id} if session_id else {},
     ).df()
+    if "anchor" in frame.columns:  # drift anchors are analysed apart (analysis of drift), not as cells
+        frame = frame[frame["anchor"].isna()]
     van = frame[frame["lever"] == "van"][["model", "corpus", "repeat", "output_tok_per_s"]]
     frame = frame.merge(van, on=["model", "corpus", "repeat"], how="left", suffixes=("", "_van"))
     frame["speedup_vs_van"] = frame["output_tok_per_s"] / frame["output_tok_per_s_van"]

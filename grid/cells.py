@@ -74,6 +74,8 @@ class Cell:
     repeat: int = 0
     # Which launch of its engine spec runs this cell (scheduling, not in the key).
     launch: int = 0
+    # "start" / "end" for a session's drift anchor (grid/anchor.py), else None.
+    anchor: str | None = None
 
     @property
     def key(self) -> str:
@@ -83,12 +85,15 @@ class Cell:
                 "corpus": asdict(self.corpus),
                 "load": asdict(self.load),
                 "repeat": self.repeat,
+                # Only anchors carry the field, so existing keys stay as they were.
+                **({"anchor": self.anchor} if self.anchor else {}),
             }
         )
 
     @property
     def label(self) -> str:
-        return f"{self.engine_spec.label}/{self.corpus.name}/r{self.repeat}"
+        anchor = f"/anchor-{self.anchor}" if self.anchor else ""
+        return f"{self.engine_spec.label}/{self.corpus.name}/r{self.repeat}{anchor}"
 
     def as_record(self) -> dict[str, Any]:
         """Flat, JSON-able description stored beside the cell's results."""
@@ -101,6 +106,7 @@ class Cell:
             "k": spec.k,
             "corpus": self.corpus.name,
             "repeat": self.repeat,
+            "anchor": self.anchor,
             "concurrency": self.load.concurrency,
             "max_tokens": self.load.max_tokens,
             "config_json": canonical_json(

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from analysis.summary import latest_cells, render, render_repeats
+from grid.anchor import anchor_cells
 from grid.cells import stable_hash
 from grid.compose import compose_config
 from grid.cost import launch_order
@@ -55,16 +56,25 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     for problem in ledger.problems:
         console.print(f"[yellow]store:[/] {problem}")
     todo = select(cells, ledger, config.run.mode, config.run.force)
-    check_inputs(todo, ctx.models_dir, ctx.data_dir)
-    groups = launch_order(group_by_engine(todo), config.plan)
+    # A session with something to measure also measures its own drift.
+    anchors = anchor_cells(config) if todo else None
+    check_inputs(todo + list(anchors or ()), ctx.models_dir, ctx.data_dir)
+    phases = [launch_order(group_by_engine(todo), config.plan)]
+    if anchors:
+        phases = [group_by_engine([anchors[0]]), *phases, group_by_engine([anchors[1]])]
     console.print(
         f"session {ctx.session_id}: {len(todo)} of {len(cells)} cells to run "
-        f"({len(cells) - len(todo)} already in the store) on {len(groups)} engine launches"
-        f" -> {ctx.store_root}"
+        f"({len(cells) - len(todo)} already in the store) on {len(phases[len(phases) // 2])} engine launches"
+        + (
+            f", plus the drift anchor {anchors[0].label.removesuffix('/anchor-start')} first and last"
+            if anchors
+            else ""
+        )
+        + f" -> {ctx.store_root}"
     )
     outcomes: list[CellOutcome] = []
     if todo:
-        outcomes = launch(groups, ctx, config, console)
+        outcomes = launch(phases, ctx, config, console)
     final = {o.cell_key: o for o in outcomes}  # the last attempt of each cell decides
     failed = [o for o in final.values() if o.status != "ok"]
     session_cells = latest_cells(ctx.store_root, ctx.session_id)
@@ -80,12 +90,14 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     return 1 if failed else 0
 
 
-def launch(groups: list[EngineGroup], ctx: RunContext, config: Config, console: Console) -> list[CellOutcome]:
-    """Write the session record, run the groups on Ray with a live progress bar."""
+def launch(
+    phases: list[list[EngineGroup]], ctx: RunContext, config: Config, console: Console
+) -> list[CellOutcome]:
+    """Write the session record, run the phases' groups on Ray with a live progress bar."""
     layout = StoreLayout(ctx.store_root)
     session = fingerprint(ctx.session_id, stable_hash(asdict(config)))
     write_json(layout.session_file(ctx.session_id), session)
-    total = sum(len(g.cells) for g in groups)
+    total = sum(len(g.cells) for groups in phases for g in groups)
     counts = {"ok": 0, "failed": 0}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
@@ -102,8 +114,8 @@ def launch(groups: list[EngineGroup], ctx: RunContext, config: Config, console: 
             if outcome.status != "ok":
                 progress.console.print(f"[red]attempt failed[/] {outcome.label}: {outcome.error}")
 
-        from grid.schedule import run_groups  # Ray only once everything else checked out
+        from grid.schedule import run_phases  # Ray only once everything else checked out
 
-        outcomes = run_groups(groups, ctx, config.ray, config.run.max_attempts, report)
+        outcomes = run_phases(phases, ctx, config.ray, config.run.max_attempts, report)
     write_json(layout.session_file(ctx.session_id), {**session, "ended_at": utc_now()})
     return outcomes

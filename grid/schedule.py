@@ -120,8 +120,36 @@ def run_groups(
     on_outcome: Callable[[CellOutcome], None] = lambda _: None,
 ) -> list[CellOutcome]:
     """Run every group on the cluster; return all outcomes (every attempt), in completion order."""
+    return run_phases([groups], ctx, ray_cfg, max_attempts, on_outcome)
+
+
+def run_phases(
+    phases: list[list[EngineGroup]],
+    ctx: RunContext,
+    ray_cfg: RayConfig,
+    max_attempts: int = 1,
+    on_outcome: Callable[[CellOutcome], None] = lambda _: None,
+) -> list[CellOutcome]:
+    """Run the phases one after another (a phase starts when the previous one has settled).
+
+    The drift anchor needs this: its start cell before any other, its end cell after all.
+    """
     init_ray(ray_cfg)
     worker_cls = ray.remote(EngineWorker)
+    outcomes: list[CellOutcome] = []
+    for groups in phases:
+        outcomes += _run_phase(groups, ctx, ray_cfg, max_attempts, on_outcome, worker_cls)
+    return outcomes
+
+
+def _run_phase(
+    groups: list[EngineGroup],
+    ctx: RunContext,
+    ray_cfg: RayConfig,
+    max_attempts: int,
+    on_outcome: Callable[[CellOutcome], None],
+    worker_cls: Any,
+) -> list[CellOutcome]:
     queue = deque(Launch(g, 1) for g in sorted(groups, key=lambda g: -g.gpus))
     in_flight: dict[Any, Launch] = {}
     outcomes: list[CellOutcome] = []

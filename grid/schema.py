@@ -133,6 +133,17 @@ class EngineConfig:
 
 
 @dataclass
+class AnchorSpec:
+    """The cell every session runs at its start and at its end: its spread is the session's drift band."""
+
+    enabled: bool = True
+    # None: the grid's first model / first corpus.
+    model: str | None = None
+    lever: str = "van"
+    corpus: str | None = None
+
+
+@dataclass
 class GridSpec:
     """The grid: every combination of these names is a cell."""
 
@@ -147,6 +158,7 @@ class GridSpec:
     # even repeats and reversed on odd ones (A B C, C B A), so drift within a
     # session spreads evenly; same_engine: repeats run back to back on one launch.
     repeat_order: str = "interleaved"
+    anchor: AnchorSpec = field(default_factory=AnchorSpec)
 
 
 @dataclass

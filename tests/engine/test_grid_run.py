@@ -31,6 +31,8 @@ def store(tmp_path_factory):
             "gates.min_window_s=1",
             "gates.min_requests=2",
             "session_id=test-session",
+            # Anchors add two engine launches; their order is tested on the fake cluster.
+            "grid.anchor.enabled=false",
         ],
         console,
     )

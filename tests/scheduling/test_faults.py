@@ -39,6 +39,20 @@ def test_grid_runs_on_the_fake_cluster_with_gpu_bundles(cluster, inputs, no_leak
     assert sorted(ok_counts(inputs).values()) == [1] * CELLS
 
 
+def test_the_drift_anchor_runs_before_every_cell_and_after_every_cell(cluster, inputs, no_leaks):
+    assert run(stub_overrides(inputs, cluster, "grid.anchor.enabled=true"), quiet()) == 0
+    found, _ = attempts(inputs / "store")
+    written = {}
+    for a in found:
+        summary = pd.read_parquet(a.folder / "summary.parquet").iloc[0]
+        written[summary["anchor"] or "cell"] = [
+            *written.get(summary["anchor"] or "cell", []),
+            (a.folder / "manifest.json").stat().st_mtime_ns,
+        ]
+    assert len(written["start"]) == 1 and len(written["end"]) == 1 and len(written["cell"]) == CELLS
+    assert written["start"][0] < min(written["cell"]) and max(written["cell"]) < written["end"][0]
+
+
 def test_engine_killed_mid_cell_is_retried_without_partial_rows(cluster, inputs, no_leaks):
     marker = inputs / "died-once"
     code = run(
