@@ -12,17 +12,24 @@ def mad(values: pd.Series) -> float:
     return float((values - values.median()).abs().median())
 
 
+def valid_only(cells: pd.DataFrame, include_invalid: bool = False) -> tuple[pd.DataFrame, int]:
+    """The VALID rows (valid == True; a missing verdict counts as not valid), and how many were left out.
+
+    With include_invalid, or when there is no `valid` column, every row is kept.
+    """
+    if include_invalid or "valid" not in cells:
+        return cells, 0
+    kept = cells[cells["valid"].fillna(False).astype(bool)]
+    return kept, len(cells) - len(kept)
+
+
 def aggregate_repeats(cells: pd.DataFrame, include_invalid: bool = False) -> tuple[pd.DataFrame, int]:
     """Per (model, corpus, lever, K): n repeats, median and MAD of output_tok_per_s.
 
     INVALID cells (valid == False) are left out unless include_invalid; the
     second value is how many were left out.
     """
-    kept = cells
-    excluded = 0
-    if not include_invalid and "valid" in cells:
-        kept = cells[cells["valid"].fillna(False).astype(bool)]
-        excluded = len(cells) - len(kept)
+    kept, excluded = valid_only(cells, include_invalid)
     grouped = kept.groupby(CELL_FIELDS, dropna=False)["output_tok_per_s"]
     table = grouped.agg(n="count", median="median", mad=mad).reset_index()
     return table, excluded

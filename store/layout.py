@@ -5,6 +5,8 @@
   <root>/cells/<cell_key>/<attempt_id>/manifest.json      written last: status ok|failed
   <root>/sessions/<session_id>.json                      environment fingerprint
   <root>/logs/<session_id>/<engine_key>.log              engine logs
+  <root>/equivalence/<session_id>.parquet                output-equivalence verdicts
+  <root>/reports/<experiment>.html                       `python -m grid report`
 
 An attempt counts only once its manifest says `ok`; files without one are
 leftovers of an interrupted write and are ignored.
@@ -29,7 +31,22 @@ class StoreLayout:
         return self.root / "cells" / cell_key / attempt_id
 
     def session_file(self, session_id: str) -> Path:
-        return self.root / "sessions" / f"{session_id}.json"
+        return self.sessions_dir() / f"{session_id}.json"
+
+    def sessions_dir(self) -> Path:
+        return self.root / "sessions"
+
+    def equivalence_dir(self) -> Path:
+        return self.root / "equivalence"
+
+    def equivalence_file(self, session_id: str) -> Path:
+        return self.equivalence_dir() / f"{session_id}.parquet"
+
+    def reports_dir(self) -> Path:
+        return self.root / "reports"
+
+    def report_file(self, experiment: str) -> Path:
+        return self.reports_dir() / f"{experiment}.html"
 
     def logs_dir(self, session_id: str) -> Path:
         return self.root / "logs" / session_id

@@ -78,13 +78,44 @@ def ok_files(root: Path, name: str) -> list[str]:
     return [str(a.folder / name) for a in good]
 
 
+def _sql_list(paths: list[str]) -> str:
+    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
+
+
+def _create_view(con: duckdb.DuckDBPyConnection, view: str, reader: str, paths: list[str]) -> None:
+    """CREATE VIEW over `paths` with `reader`; none when there are no files (the view is then absent).
+
+    union_by_name: files written by older harness versions lack newer columns,
+    which read as NULL; see docs/store.md.
+    """
+    if paths:
+        con.execute(f"CREATE VIEW {view} AS SELECT * FROM {reader}({_sql_list(paths)}, union_by_name=true)")
+
+
 def connect(root: Path) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with views `requests` and `cells` over the store's ok attempts."""
+    """An in-memory DuckDB with one view per kind of record in the store.
+
+    requests     per-request rows of ok attempts
+    cells        one summary row per ok attempt (anchor runs included: column `anchor`)
+    sessions     one row per session fingerprint (<root>/sessions/*.json)
+    equivalence  output-equivalence verdicts (<root>/equivalence/*.parquet), when any exist
+
+    A view exists only when it has at least one file; `has_view` says which do.
+    Notebooks, the report and `python -m grid summary` all read through here.
+    """
     con = duckdb.connect()
+    layout = StoreLayout(root)
     good, _ = ok_attempts(root)
     for view, name in (("requests", REQUESTS), ("cells", SUMMARY)):
-        files = [str(a.folder / name) for a in good]
-        if files:
-            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-            con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet([{listed}], union_by_name=true)")
+        _create_view(con, view, "read_parquet", [str(a.folder / name) for a in good])
+    sessions = sorted(str(p) for p in layout.sessions_dir().glob("*.json"))
+    _create_view(con, "sessions", "read_json_auto", sessions)
+    verdicts = sorted(str(p) for p in layout.equivalence_dir().glob("*.parquet"))
+    _create_view(con, "equivalence", "read_parquet", verdicts)
     return con
+
+
+def has_view(con: duckdb.DuckDBPyConnection, view: str) -> bool:
+    """Whether `connect` created `view` (it does not when the store has no such files)."""
+    query = "SELECT count(*) FROM duckdb_views() WHERE view_name = $view AND NOT internal"
+    return bool(con.execute(query, {"view": view}).fetchone()[0])

@@ -1,0 +1,148 @@
+"""Drift between and within sessions, measured by each session's anchor runs. Pure.
+
+Every session runs one anchor cell (by default `van` on the first model and
+corpus) first and again last; its summary rows carry `anchor` = 'start' / 'end'
+(null for every other cell). Definitions, over VALID anchor runs only:
+
+  within-session drift of session s (relative band):
+      drift_rel(s) = (max a - min a) / mean a,  a = the session's anchor tok/s
+      = |end - start| / ((start + end) / 2) with one start and one end run
+  between-session drift of sessions S (same anchor cell):
+      between_rel(S) = (max_s m_s - min_s m_s) / mean_s m_s,  m_s = mean anchor tok/s of s
+  drift band of a comparison whose numbers come from sessions S:
+      band(S) = max(max_{s in S} drift_rel(s), between_rel(S))   (between_rel = 0 for one session)
+
+A difference counts as real only when it exceeds band(S); NaN (drift unknown)
+when a session in S has fewer than two valid anchor runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import pandas as pd
+
+from analysis.repeats import valid_only
+
+ANCHOR = "anchor"
+ANCHOR_FIELDS = ["model", "corpus", "lever", "k"]
+DRIFT_COLUMNS = [
+    "session_id",
+    *ANCHOR_FIELDS,
+    "n_anchor_runs",
+    "anchor_start_tok_per_s",
+    "anchor_end_tok_per_s",
+    "anchor_mean_tok_per_s",
+    "drift_rel",
+]
+
+
+def split_anchors(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(measured cells, anchor runs): rows whose `anchor` is null, and rows whose `anchor` is set.
+
+    Stores written before anchors existed have no `anchor` column: all rows are measured.
+    """
+    if ANCHOR not in cells:
+        return cells, cells.iloc[0:0]
+    is_anchor = cells[ANCHOR].notna()
+    return cells[~is_anchor], cells[is_anchor]
+
+
+def spread_rel(values: pd.Series) -> float:
+    """(max - min) / mean of `values`; NaN for fewer than two values or a non-positive mean."""
+    if len(values) < 2 or not values.mean() > 0:
+        return math.nan
+    return float((values.max() - values.min()) / values.mean())
+
+
+def _position_mean(runs: pd.DataFrame, position: str) -> float:
+    values = runs.loc[runs[ANCHOR] == position, "output_tok_per_s"]
+    return float(values.mean()) if len(values) else math.nan
+
+
+def session_drift(anchors: pd.DataFrame, include_invalid: bool = False) -> tuple[pd.DataFrame, int]:
+    """One row per (session, anchor cell): start, end and mean anchor tok/s and drift_rel (module doc).
+
+    The second value is how many INVALID anchor runs were left out.
+    """
+    kept, excluded = valid_only(anchors, include_invalid)
+    kept = kept[kept["output_tok_per_s"].notna()]
+    rows = []
+    for keys, runs in kept.groupby(["session_id", *ANCHOR_FIELDS], dropna=False, sort=True):
+        values = runs["output_tok_per_s"]
+        rows.append(
+            {
+                **dict(zip(["session_id", *ANCHOR_FIELDS], keys, strict=True)),
+                "n_anchor_runs": len(values),
+                "anchor_start_tok_per_s": _position_mean(runs, "start"),
+                "anchor_end_tok_per_s": _position_mean(runs, "end"),
+                "anchor_mean_tok_per_s": float(values.mean()),
+                "drift_rel": spread_rel(values),
+            }
+        )
+    return pd.DataFrame(rows, columns=DRIFT_COLUMNS), excluded
+
+
+def _anchor_cell(drift: pd.DataFrame, sessions: list[str]) -> pd.DataFrame:
+    """The rows of the anchor cell that most of `sessions` ran (one row per session)."""
+    rows = drift[drift["session_id"].isin(sessions)]
+    if rows.empty:
+        return rows
+    counts = rows.groupby(ANCHOR_FIELDS, dropna=False).size()
+    cell = counts.idxmax()
+    mask = (rows[ANCHOR_FIELDS] == pd.Series(cell, index=ANCHOR_FIELDS)).all(axis=1)
+    return rows[mask]
+
+
+def between_session_drift(drift: pd.DataFrame, sessions: Iterable[str]) -> float:
+    """between_rel(S) (module doc); 0 for one session, NaN when not all of S ran the same anchor."""
+    wanted = sorted(set(sessions))
+    if len(wanted) <= 1:
+        return 0.0
+    rows = _anchor_cell(drift, wanted)
+    if len(rows) < len(wanted):
+        return math.nan
+    return spread_rel(rows["anchor_mean_tok_per_s"])
+
+
+def drift_band(drift: pd.DataFrame, sessions: Iterable[str]) -> float:
+    """band(S) = max(max_s drift_rel(s), between_rel(S)); NaN when any session's drift is unknown."""
+    wanted = sorted(set(sessions))
+    if not wanted:
+        return math.nan
+    within = []
+    for session in wanted:
+        values = drift.loc[drift["session_id"] == session, "drift_rel"]
+        if values.empty or values.isna().any():
+            return math.nan
+        within.append(float(values.max()))
+    return max(*within, between_session_drift(drift, wanted))
+
+
+def reference_session(drift: pd.DataFrame) -> str | None:
+    """The first session (ids sort by start time) with an anchor mean: the default normalisation base."""
+    known = drift[drift["anchor_mean_tok_per_s"].notna()].sort_values("session_id")
+    return None if known.empty else str(known["session_id"].iloc[0])
+
+
+def normalise_by_anchor(
+    cells: pd.DataFrame, drift: pd.DataFrame, reference: str | None = None
+) -> pd.DataFrame:
+    """Add output_tok_per_s_norm = output_tok_per_s / m_s * m_ref (m = mean anchor tok/s of a session).
+
+    It takes out the drift between sessions: every session's anchor becomes the
+    reference session's. Only sessions that ran the reference session's anchor
+    cell get a value; the others (and sessions without anchors) get NaN.
+    """
+    reference = reference or reference_session(drift)
+    out = cells.copy()
+    out["output_tok_per_s_norm"] = math.nan
+    if reference is None:
+        return out
+    base = drift[drift["session_id"] == reference].iloc[0]
+    same = (drift[ANCHOR_FIELDS] == base[ANCHOR_FIELDS]).all(axis=1)
+    means = drift[same].set_index("session_id")["anchor_mean_tok_per_s"]
+    factor = float(base["anchor_mean_tok_per_s"]) / out["session_id"].map(means)
+    out["output_tok_per_s_norm"] = out["output_tok_per_s"] * factor
+    return out

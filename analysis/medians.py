@@ -1,0 +1,31 @@
+"""Per lever configuration (model x corpus x lever x K): median over VALID repeats and its sessions. Pure."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.repeats import CELL_FIELDS, mad, valid_only
+
+MEDIAN_COLUMNS = [*CELL_FIELDS, "n", "median", "mad", "sessions"]
+
+
+def lever_medians(measured: pd.DataFrame, include_invalid: bool = False) -> tuple[pd.DataFrame, int]:
+    """n, median and MAD of output_tok_per_s per (model, corpus, lever, k), and the sessions they ran in.
+
+    As analysis.repeats.aggregate_repeats, plus `sessions` (sorted tuple of
+    session ids) so that each comparison knows whose drift band applies. The
+    second value is how many INVALID cells were left out.
+    """
+    kept, excluded = valid_only(measured, include_invalid)
+    kept = kept[kept["output_tok_per_s"].notna()]
+    if kept.empty:
+        return pd.DataFrame(columns=MEDIAN_COLUMNS), excluded
+    grouped = kept.groupby(CELL_FIELDS, dropna=False)
+    table = grouped["output_tok_per_s"].agg(n="count", median="median", mad=mad)
+    table["sessions"] = grouped["session_id"].agg(lambda s: tuple(sorted(set(s))))
+    return table.reset_index()[MEDIAN_COLUMNS], excluded
+
+
+def sessions_of(rows: pd.DataFrame) -> set[str]:
+    """Union of the `sessions` tuples of `rows`."""
+    return {s for group in rows["sessions"] for s in group}

@@ -1,0 +1,115 @@
+"""The study's answer in one object: what notebooks and `python -m grid report` read.
+
+For each model: which lever and which K give the most output tok/s on the
+final corpus, by how much over `van`, and whether that is beyond the drift
+between sessions (analysis.drift) and the repeats' spread (analysis.compare).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import load
+from analysis.best_k import at_best_k, best_k
+from analysis.drift import session_drift
+from analysis.final import FINAL_CORPUS, final_levers, speedup_geomean, table1
+from analysis.medians import lever_medians
+from grid.paths import project_path
+from store.read import connect
+
+STORE_ENV = "LEVER_GRID_STORE"
+DEFAULT_STORE = "results"
+
+
+def store_root_from_env(env: Mapping[str, str] = os.environ) -> Path:
+    """$LEVER_GRID_STORE, default `results`; a relative path is relative to the project root."""
+    return project_path(env.get(STORE_ENV) or DEFAULT_STORE)
+
+
+@dataclass(frozen=True)
+class Study:
+    """Every table of the analysis; each derived from the ones above it."""
+
+    measured: pd.DataFrame  # latest ok attempt per cell, INVALID ones included
+    anchors: pd.DataFrame  # anchor runs, one row per session x anchor position
+    sessions: pd.DataFrame  # session fingerprints
+    equivalence: pd.DataFrame  # output-equivalence verdicts (may be empty)
+    medians: pd.DataFrame  # per (model, corpus, lever, k): n, median, MAD over VALID repeats
+    drift: pd.DataFrame  # per session: anchor start/end/mean tok/s, drift_rel
+    best_k: pd.DataFrame  # per (model, corpus, swept lever): best K and verdict
+    final: pd.DataFrame  # per model: final lever, speedup over van, verdict
+    table1: pd.DataFrame
+    speedup_geomean: float
+    excluded_invalid: int  # INVALID measured cells left out
+    excluded_invalid_anchors: int
+    final_corpus: str = FINAL_CORPUS
+    notes: list[str] = field(default_factory=list)
+
+
+def notes_for(excluded: int, excluded_anchors: int, drift: pd.DataFrame) -> list[str]:
+    """What a reader must know to trust the tables, in words."""
+    notes = []
+    if excluded:
+        notes.append(f"{excluded} INVALID cells left out (see their invalid_reasons).")
+    if excluded_anchors:
+        notes.append(f"{excluded_anchors} INVALID anchor runs left out of the drift bands.")
+    if drift.empty or drift["drift_rel"].isna().all():
+        notes.append("No session has two valid anchor runs: drift is unknown, so no difference is judged.")
+    return notes
+
+
+def analyse(
+    measured: pd.DataFrame,
+    anchors: pd.DataFrame,
+    sessions: pd.DataFrame | None = None,
+    equivalence: pd.DataFrame | None = None,
+    final_corpus: str = FINAL_CORPUS,
+    include_invalid: bool = False,
+) -> Study:
+    """The whole analysis over DataFrames (no store access), INVALID cells left out by default."""
+    medians, excluded = lever_medians(measured, include_invalid)
+    drift, excluded_anchors = session_drift(anchors, include_invalid)
+    best = best_k(medians, drift)
+    equivalence = equivalence if equivalence is not None else pd.DataFrame()
+    final = final_levers(at_best_k(medians, best), drift, final_corpus, equivalence)
+    return Study(
+        measured=measured,
+        anchors=anchors,
+        sessions=sessions if sessions is not None else pd.DataFrame(),
+        equivalence=equivalence,
+        medians=medians,
+        drift=drift,
+        best_k=best,
+        final=final,
+        table1=table1(final),
+        speedup_geomean=speedup_geomean(final),
+        excluded_invalid=excluded,
+        excluded_invalid_anchors=excluded_anchors,
+        final_corpus=final_corpus,
+        notes=notes_for(excluded, excluded_anchors, drift),
+    )
+
+
+def load_study(
+    root: Path,
+    cell_keys: Collection[str] | None = None,
+    final_corpus: str = FINAL_CORPUS,
+    include_invalid: bool = False,
+) -> Study:
+    """Read the store (only `cell_keys` when given, with the anchors of their sessions) and analyse it."""
+    con = connect(root)
+    measured = load.measured_cells(con, cell_keys)
+    sessions = set(measured["session_id"]) if cell_keys is not None else None
+    return analyse(
+        measured,
+        load.anchor_runs(con, sessions),
+        load.sessions_table(con),
+        load.equivalence_table(con),
+        final_corpus,
+        include_invalid,
+    )

@@ -1,0 +1,134 @@
+"""A small hand-made store with known answers, written through store.writer like the workers do.
+
+Two sessions, two models, corpora chat and mix, levers van / suffix (K 8) / bestkpad (K 4, 8, 12).
+
+  anchors (van, llama31_8b, chat): S1 100 -> 102, drift 2/101 = 1.980 %; S2 104 -> 106, drift 2/105 = 1.905 %
+  llama31_8b (S1), mix: van 99 & 101 (median 100, MAD 1), suffix 130 (+ one INVALID repeat at 500),
+      bestkpad K4 150, K8 157 & 159 (median 158, MAD 1), K12 160
+      -> best K on mix: 160/158 - 1 = 1.27 % <= 1.98 % -> K8; final bestkpad K=8, 1.58x, beyond drift
+  llama31_8b chat: bestkpad K4 120, K8 121, K12 119 -> 121/120 - 1 = 0.83 % <= 1.98 % -> K4
+  qwen25_7b (S2), mix: van 200, suffix 203 -> final suffix K=8, 1.015x, within drift (1.5 % <= 1.905 %)
+  qwen25_7b chat: van 190, suffix 220
+  geometric mean of x over van: sqrt(1.58 * 1.015) = 1.26637
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from store.atomic import write_json
+from store.layout import StoreLayout
+from store.writer import write_ok_attempt
+from workers.load import RequestRecord
+
+S1 = "20260101T000000Z-aaaaaa"
+S2 = "20260102T000000Z-bbbbbb"
+GEOMEAN = (1.58 * 1.015) ** 0.5
+
+# (session, model, corpus, lever, k, repeat, tok/s, valid)
+CELLS = [
+    (S1, "llama31_8b", "mix", "van", 0, 0, 99.0, True),
+    (S1, "llama31_8b", "mix", "van", 0, 1, 101.0, True),
+    (S1, "llama31_8b", "mix", "suffix", 8, 0, 130.0, True),
+    (S1, "llama31_8b", "mix", "suffix", 8, 1, 500.0, False),
+    (S1, "llama31_8b", "mix", "bestkpad", 4, 0, 150.0, True),
+    (S1, "llama31_8b", "mix", "bestkpad", 8, 0, 157.0, True),
+    (S1, "llama31_8b", "mix", "bestkpad", 8, 1, 159.0, True),
+    (S1, "llama31_8b", "mix", "bestkpad", 12, 0, 160.0, True),
+    (S1, "llama31_8b", "chat", "van", 0, 0, 100.0, True),
+    (S1, "llama31_8b", "chat", "bestkpad", 4, 0, 120.0, True),
+    (S1, "llama31_8b", "chat", "bestkpad", 8, 0, 121.0, True),
+    (S1, "llama31_8b", "chat", "bestkpad", 12, 0, 119.0, True),
+    (S2, "qwen25_7b", "mix", "van", 0, 0, 200.0, True),
+    (S2, "qwen25_7b", "mix", "suffix", 8, 0, 203.0, True),
+    (S2, "qwen25_7b", "chat", "van", 0, 0, 190.0, True),
+    (S2, "qwen25_7b", "chat", "suffix", 8, 0, 220.0, True),
+]
+# (session, position, tok/s)
+ANCHORS = [(S1, "start", 100.0), (S1, "end", 102.0), (S2, "start", 104.0), (S2, "end", 106.0)]
+
+
+def records(n: int = 2) -> list[RequestRecord]:
+    return [
+        RequestRecord(
+            i, f"p{i}", "measure", send_ns=i, end_ns=i + 10, chunk_ns=[i + 1], n_chunks=1, completion_tokens=3
+        )
+        for i in range(n)
+    ]
+
+
+def _write(layout: StoreLayout, n: int, session: str, summary: dict) -> None:
+    tags = {"session_id": session, "cell_key": f"c{n:03d}", "attempt_id": f"{session}-{n:08x}"}
+    write_ok_attempt(layout, tags, records(), {"host": f"node-{session[-1]}", **summary})
+
+
+def write_cells(layout: StoreLayout) -> None:
+    for n, (session, model, corpus, lever, k, repeat, tok_s, valid) in enumerate(CELLS):
+        summary = {"model": model, "corpus": corpus, "lever": lever, "k": k, "repeat": repeat}
+        summary.update(output_tok_per_s=tok_s, valid=valid, anchor=None)
+        summary["invalid_reasons"] = None if valid else "concurrency held 40% < 90%"
+        _write(layout, n, session, summary)
+
+
+def write_anchors(layout: StoreLayout) -> None:
+    for n, (session, position, tok_s) in enumerate(ANCHORS, start=100):
+        summary = {"model": "llama31_8b", "corpus": "chat", "lever": "van", "k": 0, "repeat": 0}
+        summary.update(output_tok_per_s=tok_s, valid=True, anchor=position)
+        # The anchor cell has one key per position, the same in every session (grid/anchor.py).
+        tags = {"session_id": session, "cell_key": f"anchor-{position}", "attempt_id": f"{session}-{n:08x}"}
+        write_ok_attempt(layout, tags, records(), summary)
+
+
+def write_sessions(layout: StoreLayout) -> None:
+    gpu = {"index": 0, "name": "NVIDIA H200", "uuid": "GPU-1234", "sm_clock_mhz": 1980, "mem_clock_mhz": 3201}
+    for session, day in ((S1, "01"), (S2, "02")):
+        write_json(
+            layout.session_file(session),
+            {
+                "session_id": session,
+                "config_hash": "abc",
+                "hosts": [f"node-{session[-1]}"],
+                "gpus": [gpu] if session == S1 else [],
+                "driver_version": "570.1" if session == S1 else None,
+                "vllm_version": "0.26.0",
+                "started_at": f"2026-01-{day}T00:00:00+00:00",
+                "ended_at": f"2026-01-{day}T02:00:00+00:00",
+            },
+        )
+
+
+EQUIVALENCE_ROW = {
+    "session_id": S1,
+    "model": "llama31_8b",
+    "corpus": "mix",
+    "lever": "bestkpad",
+    "k": 8,
+    "cell_key": "c005",
+    "reference_cell_key": "c000",
+    "n_prompts": 64,
+    "exact_match_rate": 1.0,
+    "noise_floor_exact_match_rate": 1.0,
+    "first_divergence_chars_median": None,
+    "verdict": "pass",
+    "reason": "greedy outputs equal van's",
+}
+
+
+def write_equivalence(layout: StoreLayout, rows: list[dict] | None = None) -> None:
+    path = layout.equivalence_file(S1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows or [EQUIVALENCE_ROW]), path)
+
+
+def build_store(root: Path, equivalence: bool = True) -> Path:
+    """Write the whole synthetic store under `root` and return it."""
+    layout = StoreLayout(root)
+    write_cells(layout)
+    write_anchors(layout)
+    write_sessions(layout)
+    if equivalence:
+        write_equivalence(layout)
+    return root

@@ -1,0 +1,85 @@
+import math
+
+import pandas as pd
+import pytest
+
+from analysis.drift import session_drift
+from analysis.final import final_levers, speedup_geomean, table1
+
+DRIFT = session_drift(
+    pd.DataFrame(
+        [{"session_id": "s1", "anchor": pos, "model": "a", "corpus": "mix", "lever": "van", "k": 0,
+          "output_tok_per_s": v, "valid": True} for pos, v in (("start", 100.0), ("end", 102.0))]
+    )
+)[0]  # band 2 / 101 = 1.98 %  # fmt: skip
+
+
+def rows(model, values):
+    """values: {(corpus, lever, k): median}"""
+    return pd.DataFrame(
+        [{"model": model, "corpus": c, "lever": lv, "k": k, "n": 3, "median": v, "mad": 1.0,
+          "sessions": ("s1",)} for (c, lv, k), v in values.items()]
+    )  # fmt: skip
+
+
+PER_LEVER = pd.concat(
+    [
+        rows("a", {("mix", "van", 0): 100.0, ("mix", "suffix", 8): 130.0, ("mix", "bestkpad", 8): 158.0,
+                   ("chat", "van", 0): 50.0, ("chat", "bestkpad", 4): 500.0}),
+        rows("b", {("mix", "van", 0): 200.0, ("mix", "suffix", 8): 203.0}),
+    ],
+    ignore_index=True,
+)  # fmt: skip
+
+
+def test_final_lever_on_mix_and_table1():
+    final = final_levers(PER_LEVER, DRIFT).set_index("model")
+    # model a on mix: bestkpad 158 beats suffix 130 (chat's 500 is not looked at)
+    assert (final.loc["a", "final_label"], final.loc["a", "speedup_vs_van"]) == ("bestkpad K=8", 1.58)
+    assert final.loc["a", "beyond_drift"] and final.loc["a", "beyond_repeats"]
+    # model b: +1.5 % <= 1.98 %
+    assert final.loc["b", "speedup_vs_van"] == pytest.approx(1.015)
+    assert not final.loc["b", "beyond_drift"] and "within drift" in final.loc["b", "verdict"]
+    assert final.loc["b", "basis"] == "mix corpus"
+    table = table1(final.reset_index())
+    assert table.columns.tolist()[:5] == [
+        "model",
+        "van_tok_per_s",
+        "final_tok_per_s",
+        "final_lever",
+        "speedup_vs_van",
+    ]
+    assert table.iloc[0][["model", "van_tok_per_s", "final_tok_per_s", "final_lever"]].tolist() == [
+        "a",
+        100.0,
+        158.0,
+        "bestkpad K=8",
+    ]
+    assert speedup_geomean(final) == pytest.approx(math.sqrt(1.58 * 1.015))
+
+
+def test_without_mix_the_geometric_mean_over_common_corpora_decides():
+    per = rows("c", {("chat", "van", 0): 100.0, ("code", "van", 0): 400.0, ("chat", "suffix", 8): 150.0,
+                     ("code", "suffix", 8): 300.0, ("chat", "w4a4", 0): 1000.0})  # fmt: skip
+    row = final_levers(per, DRIFT).iloc[0]
+    # common corpora of van, suffix and w4a4: chat only -> w4a4 1000 vs van 100
+    assert row["final_lever"] == "w4a4" and row["speedup_vs_van"] == pytest.approx(10.0)
+    per = per[per["lever"] != "w4a4"]
+    row = final_levers(per, DRIFT).iloc[0]
+    # van: sqrt(100 * 400) = 200; suffix: sqrt(150 * 300) = 212.13 -> suffix, 1.0607x
+    assert row["final_lever"] == "suffix"
+    assert row["speedup_vs_van"] == pytest.approx(math.sqrt(150 * 300) / 200)
+    assert row["basis"].startswith("no mix corpus: geometric mean over 2 corpora (chat, code)")
+    assert pd.isna(row["beyond_repeats"])  # a geometric mean has no repeats' spread
+
+
+def test_a_lever_that_failed_equivalence_cannot_be_final():
+    verdicts = pd.DataFrame(
+        [{"session_id": "s1", "model": "a", "corpus": "chat", "lever": "bestkpad", "k": 8, "verdict": "fail"}]
+    )
+    row = final_levers(PER_LEVER, DRIFT, equivalence=verdicts).set_index("model").loc["a"]
+    assert row["final_label"] == "suffix K=8" and row["speedup_vs_van"] == pytest.approx(1.3)
+    assert row["excluded_by_equivalence"] == "bestkpad K=8"
+    later_pass = pd.concat([verdicts, verdicts.assign(session_id="s2", verdict="pass")])
+    row = final_levers(PER_LEVER, DRIFT, equivalence=later_pass).set_index("model").loc["a"]
+    assert row["final_label"] == "bestkpad K=8"  # the latest verdict counts
