@@ -20,10 +20,9 @@ from grid.paths import project_path
 from grid.plan import EngineGroup, group_by_engine
 from grid.preflight import check_inputs
 from grid.schema import Config
-from grid.session import fingerprint, new_session_id
+from grid.session import end_fingerprint, fingerprint, new_session_id
 from store.atomic import write_json
 from store.layout import StoreLayout
-from store.writer import utc_now
 from workers.runner import CellOutcome, RunContext
 
 RUN_MODES = ("resume", "failed", "all")
@@ -117,5 +116,5 @@ def launch(
         from grid.schedule import run_phases  # Ray only once everything else checked out
 
         outcomes = run_phases(phases, ctx, config.ray, config.run.max_attempts, report)
-    write_json(layout.session_file(ctx.session_id), {**session, "ended_at": utc_now()})
+    write_json(layout.session_file(ctx.session_id), end_fingerprint(session, ctx.store_root))
     return outcomes
