@@ -66,6 +66,8 @@ def session_drift(anchors: pd.DataFrame, include_invalid: bool = False) -> tuple
 
     The second value is how many INVALID anchor runs were left out.
     """
+    if anchors.empty:
+        return pd.DataFrame(columns=DRIFT_COLUMNS), 0
     kept, excluded = valid_only(anchors, include_invalid)
     kept = kept[kept["output_tok_per_s"].notna()]
     rows = []

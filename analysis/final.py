@@ -156,4 +156,4 @@ def table1(final: pd.DataFrame) -> pd.DataFrame:
     if final.empty:
         return pd.DataFrame(columns=TABLE1_COLUMNS)
     table = final.rename(columns={"final_lever": "lever_name", "final_label": "final_lever"})
-    return table[TABLE1_COLUMNS].reset_index(drop=True)
+    return table.reindex(columns=TABLE1_COLUMNS).reset_index(drop=True)

@@ -23,7 +23,18 @@ def measured_cells(con: duckdb.DuckDBPyConnection, cell_keys: Collection[str] | 
     INVALID cells are included (column `valid`); the analysis decides what to leave out.
     """
     if not has_view(con, "cells"):
-        return pd.DataFrame(columns=["session_id", "cell_key", "model", "corpus", "lever", "k", "repeat"])
+        columns = [
+            "session_id",
+            "cell_key",
+            "model",
+            "corpus",
+            "lever",
+            "k",
+            "repeat",
+            "output_tok_per_s",
+            "valid",
+        ]
+        return pd.DataFrame(columns=columns)
     where = ["anchor IS NULL"] if "anchor" in _columns(con, "cells") else []
     params: dict[str, object] = {}
     if cell_keys is not None:

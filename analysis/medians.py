@@ -16,6 +16,8 @@ def lever_medians(measured: pd.DataFrame, include_invalid: bool = False) -> tupl
     session ids) so that each comparison knows whose drift band applies. The
     second value is how many INVALID cells were left out.
     """
+    if measured.empty:
+        return pd.DataFrame(columns=MEDIAN_COLUMNS), 0
     kept, excluded = valid_only(measured, include_invalid)
     kept = kept[kept["output_tok_per_s"].notna()]
     if kept.empty:

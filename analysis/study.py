@@ -8,7 +8,7 @@ between sessions (analysis.drift) and the repeats' spread (analysis.compare).
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,6 +70,7 @@ def analyse(
     equivalence: pd.DataFrame | None = None,
     final_corpus: str = FINAL_CORPUS,
     include_invalid: bool = False,
+    extra_notes: Sequence[str] = (),
 ) -> Study:
     """The whole analysis over DataFrames (no store access), INVALID cells left out by default."""
     medians, excluded = lever_medians(measured, include_invalid)
@@ -91,7 +92,7 @@ def analyse(
         excluded_invalid=excluded,
         excluded_invalid_anchors=excluded_anchors,
         final_corpus=final_corpus,
-        notes=notes_for(excluded, excluded_anchors, drift),
+        notes=[*extra_notes, *notes_for(excluded, excluded_anchors, drift)],
     )
 
 
@@ -105,6 +106,11 @@ def load_study(
     con = connect(root)
     measured = load.measured_cells(con, cell_keys)
     sessions = set(measured["session_id"]) if cell_keys is not None else None
+    coverage = (
+        []
+        if cell_keys is None
+        else [f"{len(measured)} of {len(cell_keys)} cells of the experiment are in the store."]
+    )
     return analyse(
         measured,
         load.anchor_runs(con, sessions),
@@ -112,4 +118,5 @@ def load_study(
         load.equivalence_table(con),
         final_corpus,
         include_invalid,
+        coverage,
     )

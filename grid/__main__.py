@@ -4,6 +4,7 @@ run      run the grid (default experiment: smoke) and print the summary table
 plan     print cells, engine launches, GPU bundles and GPU-hours (format=json for JSON)
 summary  print the summary table of the store
 corpus   list the corpora with their sizes and prompt-length percentiles (format=json for JSON)
+report   write <store>/reports/<experiment>.html: Table 1, best K, drift, figures (one page)
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import sys
 from grid.errors import GridError
 
 USAGE = (
-    "usage: python -m grid {run,status,plan,simulate,summary,corpus} [key=value ...]  (e.g. experiment=smoke)"
+    "usage: python -m grid {run,status,plan,simulate,summary,corpus,report} [key=value ...]"
+    "  (e.g. experiment=smoke)"
 )
 
 
@@ -44,6 +46,10 @@ def main(argv: list[str]) -> int:
             from grid.corpus_report import corpus
 
             return corpus(overrides)
+        if command == "report":
+            from grid.report import report
+
+            return report(overrides)
         if command == "summary":
             from analysis.summary import latest_cells, render
             from grid.compose import compose_config

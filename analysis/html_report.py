@@ -1,0 +1,111 @@
+"""One self-contained HTML page for a Study: tables as HTML, figures as inline base64 PNG.
+
+No external CSS, scripts or images: the file can be mailed or archived and opens offline.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from analysis import figures
+from analysis.sessions import session_summary
+from analysis.study import Study
+
+STYLE = """
+body { font-family: sans-serif; margin: 2em; max-width: 1200px; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
+th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: right; }
+th { background: #eee; }
+td:first-child, th:first-child, td:last-child { text-align: left; }
+.note { color: #555; }
+img { max-width: 100%; }
+"""
+
+TABLE1_HEADERS = {
+    "model": "model",
+    "van_tok_per_s": "van tok/s",
+    "final_tok_per_s": "final tok/s",
+    "final_lever": "final lever",
+    "speedup_vs_van": "x over van",
+    "beyond_drift": "beyond drift",
+    "beyond_repeats": "beyond repeats' spread",
+    "verdict": "verdict",
+}
+BEST_K_COLUMNS = ["model", "corpus", "lever", "best_k", "best_tok_per_s", "rule", "compared_k", "verdict"]
+DRIFT_COLUMNS = ["session_id", "model", "corpus", "lever", "anchor_start_tok_per_s", "anchor_end_tok_per_s",
+                 "drift_rel"]  # fmt: skip
+
+
+def png_data_uri(fig: Figure, dpi: int = 100) -> str:
+    """The figure as a data: URI (base64 PNG), for an <img> that needs no file beside the page."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _cell(value: object) -> object:
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
+    if value is None or value is pd.NA:
+        return "-"
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v.get("name", v)) if isinstance(v, dict) else str(v) for v in value) or "-"
+    return value
+
+
+def table_html(frame: pd.DataFrame, columns: list[str] | None = None, headers: dict | None = None) -> str:
+    """`frame` (only `columns` that exist) as an escaped HTML table with readable numbers."""
+    if frame.empty:
+        return "<p class='note'>(none)</p>"
+    present = [c for c in (columns or list(frame.columns)) if c in frame]
+    shown = frame[present].astype(object).map(_cell).rename(columns=headers or {})
+    return shown.to_html(index=False, escape=True, border=0)
+
+
+def _figure(fig: Figure, alt: str) -> str:
+    return f"<img alt='{html.escape(alt)}' src='{png_data_uri(fig)}'>"
+
+
+def _answers(study: Study) -> str:
+    if study.final.empty:
+        return "<p>No cells measured yet.</p>"
+    answers = study.final.get("answer", pd.Series(dtype=object)).dropna()
+    items = "".join(f"<li>{html.escape(str(a))}</li>" for a in answers)
+    geomean = "-" if math.isnan(study.speedup_geomean) else f"{study.speedup_geomean:.2f}x"
+    return f"<ul>{items}</ul><p>Geometric mean over models of x over van: <b>{geomean}</b>.</p>"
+
+
+def render_report(study: Study, title: str) -> str:
+    """The whole page: answers in words, Table 1, Figures 1-3, best K, drift, sessions, equivalence."""
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in study.notes) or "<li>none</li>"
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+        f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
+        "<h2>Answer</h2>",
+        _answers(study),
+        f"<h3>Notes</h3><ul class='note'>{notes}</ul>",
+        "<h2>Table 1: final lever per model</h2>",
+        table_html(study.table1, list(TABLE1_HEADERS), TABLE1_HEADERS),
+        _figure(figures.speedup_bars(study.table1, study.speedup_geomean), "Figure 1"),
+        "<h2>Best K per model x corpus</h2>",
+        "<p class='note'>Smallest K within the drift band of the top K; verdict: best K vs the other.</p>",
+        table_html(study.best_k, BEST_K_COLUMNS),
+        _figure(figures.best_k_heatmap(study.best_k), "Figure 2"),
+        "<h2>Drift: anchor runs per session</h2>",
+        "<p class='note'>drift_rel = (max - min) / mean of the session's valid anchor runs; a comparison's "
+        "band is the largest drift_rel of its sessions, or the spread of their anchor means if larger.</p>",
+        table_html(study.drift, DRIFT_COLUMNS),
+        _figure(figures.anchor_drift(study.drift), "Figure 3"),
+        "<h2>Sessions</h2>",
+        table_html(session_summary(study.sessions)),
+    ]
+    if not study.equivalence.empty:
+        parts += ["<h2>Output equivalence</h2>", table_html(study.equivalence)]
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,40 @@
+"""`python -m grid report experiment=...`: one self-contained HTML page per experiment.
+
+The experiment's cells are the ones its config expands to now (pass the same
+overrides as the run, since every result-affecting setting is in a cell's key),
+plus the drift anchors of the sessions that measured them. The page goes to
+<store>/reports/<experiment name>.html; open it in any browser, offline.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grid.compose import compose_config
+from grid.errors import GridError
+from grid.expand import expand, to_config
+from grid.paths import project_path
+from store.atomic import write_atomic
+from store.layout import StoreLayout
+
+
+def write_report(overrides: list[str]) -> Path:
+    """Analyse the experiment's cells in the store and write the page; return its path."""
+    config = to_config(compose_config(overrides))
+    try:
+        from analysis.html_report import render_report  # matplotlib: a report dependency only
+        from analysis.study import load_study
+    except ImportError as exc:
+        raise GridError(f"the report needs matplotlib ({exc}); pip install -e '.[report]'") from exc
+    root = project_path(config.paths.store)
+    study = load_study(root, cell_keys={cell.key for cell in expand(config)})
+    path = StoreLayout(root).report_file(config.name)
+    page = render_report(study, f"lever-grid: {config.name}")
+    write_atomic(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
+    return path
+
+
+def report(overrides: list[str]) -> int:
+    path = write_report(overrides)
+    print(f"report: {path}")
+    return 0

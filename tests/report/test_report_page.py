@@ -1,0 +1,53 @@
+"""The HTML report: content from the synthetic store, and a real headless browser renders it."""
+
+import subprocess
+
+from PIL import Image, ImageStat
+
+from analysis.html_report import render_report
+from analysis.study import load_study
+from grid.__main__ import main
+from store.layout import StoreLayout
+from tests.unit.analysis.synthetic_store import build_store
+
+BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+def write_page(store, name="study"):
+    path = StoreLayout(store).report_file(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_report(load_study(store), name), encoding="utf-8")
+    return path
+
+
+def test_page_holds_table1_verdicts_figures_and_equivalence(synthetic_store, tmp_path):
+    page = write_page(synthetic_store).read_text()
+    assert "bestkpad K=8" in page and "1.580" in page and "beyond drift (band 2.0%)" in page
+    assert "within drift (band 1.9%)" in page
+    assert page.count("src='data:image/png;base64,") == 3  # Figures 1-3 inline, nothing external
+    assert "http://" not in page and "https://" not in page
+    assert "Output equivalence" in page and "greedy outputs equal van" in page
+    assert "1 INVALID cells left out" in page
+    no_verdicts = write_page(build_store(tmp_path / "bare", equivalence=False)).read_text()
+    assert "Output equivalence" not in no_verdicts
+
+
+def test_report_command_writes_the_experiments_page(tmp_path, capsys):
+    assert main(["report", "experiment=smoke", f"paths.store={tmp_path}"]) == 0
+    path = StoreLayout(tmp_path).report_file("smoke")
+    assert f"report: {path}" in capsys.readouterr().out
+    assert "0 of 4 cells of the experiment are in the store." in path.read_text()
+
+
+def test_headless_browser_renders_a_non_blank_page(synthetic_store, chromium, tmp_path):
+    page = write_page(synthetic_store)
+    shot = tmp_path / "page.png"
+    argv = [chromium, *BROWSER_FLAGS, f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri()]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+    assert shot.exists(), done.stderr[-2000:]
+    image = Image.open(shot).convert("L")
+    assert image.size == (1280, 2000)
+    # A blank (all-white) page has no variance; text, tables and figures give plenty.
+    assert ImageStat.Stat(image).stddev[0] > 20
+    dark = sum(image.histogram()[:128]) / (image.width * image.height)
+    assert dark > 0.01
