@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import asdict
 
+import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -21,6 +22,7 @@ from grid.plan import EngineGroup, group_by_engine
 from grid.preflight import check_inputs
 from grid.schema import Config
 from grid.session import end_fingerprint, fingerprint, new_session_id
+from grid.verdicts import write_verdicts
 from store.atomic import write_json
 from store.layout import StoreLayout
 from workers.runner import CellOutcome, RunContext
@@ -74,6 +76,7 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     outcomes: list[CellOutcome] = []
     if todo:
         outcomes = launch(phases, ctx, config, console)
+        report_verdicts(write_verdicts(ctx.store_root, ctx.session_id, config.gates.equivalence), console)
     final = {o.cell_key: o for o in outcomes}  # the last attempt of each cell decides
     failed = [o for o in final.values() if o.status != "ok"]
     session_cells = latest_cells(ctx.store_root, ctx.session_id)
@@ -87,6 +90,16 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     for outcome in failed:
         console.print(f"[red]failed[/] {outcome.label}: {outcome.error}")
     return 1 if failed else 0
+
+
+def report_verdicts(frame: pd.DataFrame, console: Console) -> None:
+    """One line per lever cell: does it say what van says?"""
+    for row in frame.itertuples():
+        colour = {"pass": "green", "fail": "red"}.get(row.verdict, "yellow")
+        console.print(
+            f"equivalence [{colour}]{row.verdict}[/] {row.model}/{row.lever}"
+            f"{f'-k{row.k}' if row.k else ''}/{row.corpus}: {row.reason}"
+        )
 
 
 def launch(

@@ -221,6 +221,17 @@ class PlanConfig:
 
 
 @dataclass
+class EquivalenceConfig:
+    """Thresholds of the output-equivalence gate (analysis/equivalence.py)."""
+
+    # A lever passes when its exact-match rate against van is at most this
+    # much below van's against itself (the noise floor).
+    max_exact_match_drop: float = 0.05
+    # Without a second van run to measure the floor: the rate a lever needs.
+    min_exact_match_without_floor: float = 1.0
+
+
+@dataclass
 class GateConfig:
     """Thresholds of the validity gates (workers/gates.py); a cell is VALID iff all pass."""
 
@@ -234,6 +245,7 @@ class GateConfig:
     max_loop_lag_ms: float = 20.0
     # |client - server| / server output tokens.
     max_token_mismatch: float = 0.01
+    equivalence: EquivalenceConfig = field(default_factory=EquivalenceConfig)
 
 
 @dataclass

@@ -36,7 +36,10 @@ def read_corpus(path: Path, format: str = "auto", skip_bad_rows: bool = False) -
     naming file, row and reason; with `skip_bad_rows` it is counted instead.
     """
     if not path.exists():
-        raise ConfigError(f"corpus file {path} is missing; build it with `make assets` (python -m assets)")
+        raise ConfigError(
+            f"corpus file {path} is missing; build the shipped corpora with `make assets`, or point the "
+            "corpus's `path` at your own trace (JSONL, Parquet or a save_to_disk folder; workers/traces.py)"
+        )
     skipped = Skipped() if skip_bad_rows else None
     prompts = [Prompt(r.prompt_id, r.prompt, r.messages) for r in read_rows(path, format, skipped)]
     count = skipped.count if skipped else 0

@@ -31,7 +31,7 @@ from workers.engine_log import read_effective_config
 from workers.gates import GateInputs, evaluate
 from workers.gpu_telemetry import GpuSampler
 from workers.load import LoopLag, RequestRecord, Target, run_load, run_measured, run_sync
-from workers.prompts import load_corpus, schedule
+from workers.prompts import read_corpus, schedule
 
 
 @dataclass(frozen=True)
@@ -149,10 +149,8 @@ def summarize(
 
 def run_cell(cell: Cell, engine: Engine, ctx: RunContext) -> tuple[list[RequestRecord], dict[str, Any]]:
     """Warm up, then measure one cell on a running engine."""
-    corpus_path = ctx.data_dir / cell.corpus.path
-    plan = schedule(
-        load_corpus(corpus_path), cell.load.warmup_requests, cell.load.num_prompts, cell.load.seed
-    )
+    corpus = read_corpus(ctx.data_dir / cell.corpus.path, cell.corpus.format, cell.corpus.skip_bad_rows)
+    plan = schedule(corpus.prompts, cell.load.warmup_requests, cell.load.num_prompts, cell.load.seed)
     endpoint = engine.endpoint
     target = Target(endpoint.base_url, endpoint.api_key, served_name(cell.engine_spec), cell.corpus.endpoint)
     if plan.warmup:
@@ -165,6 +163,9 @@ def run_cell(cell: Cell, engine: Engine, ctx: RunContext) -> tuple[list[RequestR
     delta = scrape(endpoint.base_url, endpoint.api_key).minus(before)
     summary = summarize(records, delta, cpu_s, lag, cell.load.concurrency, ctx.gates)
     summary["prompts_repeated"] = plan.repeated
+    # Rows of a bring-your-own trace left out (corpus.skip_bad_rows): never a silent drop.
+    summary["corpus_skipped_rows"] = corpus.skipped_rows
+    summary["corpus_skip_reasons"] = "; ".join(corpus.skip_reasons) or None
     summary.update(gpu.columns(summary["output_tokens"]))
     return records, summary
 
@@ -190,20 +191,30 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
         except EngineError as exc:
             return [_fail(layout, ctx, cell, str(exc), log_tail(log_path)) for cell in group.cells]
         version = engine_version(endpoint.base_url, endpoint.api_key)
+        earlier: list[str] = []
         for cell in group.cells:
             if not engine.alive():
                 outcomes.append(
                     _fail(layout, ctx, cell, "engine died earlier in this launch", log_tail(log_path))
                 )
                 continue
-            outcomes.append(_run_and_store(cell, engine, ctx, layout, ready_s, version))
+            # Suffix decoding's tree remembers earlier outputs: say what this engine served before.
+            history = {"engine_earlier_corpora": ",".join(earlier) or None}
+            outcomes.append(_run_and_store(cell, engine, ctx, layout, ready_s, version, history))
+            earlier.append(cell.corpus.name)
     finally:
         engine.stop()
     return outcomes
 
 
 def _run_and_store(
-    cell: Cell, engine: Engine, ctx: RunContext, layout: StoreLayout, ready_s: float, version: str | None
+    cell: Cell,
+    engine: Engine,
+    ctx: RunContext,
+    layout: StoreLayout,
+    ready_s: float,
+    version: str | None,
+    history: dict[str, Any],
 ) -> CellOutcome:
     attempt_id = new_attempt_id(ctx.session_id)
     tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
@@ -212,6 +223,7 @@ def _run_and_store(
         if not engine.alive():
             raise EngineError(f"engine exited during the cell; see {engine.log_path}")
         summary.update(cell.as_record(), engine_ready_s=ready_s, engine_version=version, **placement(ctx))
+        summary.update(history)
         summary.update(read_effective_config(engine.log_path))
         write_ok_attempt(layout, tags, records, summary)
     except Exception as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import duckdb
 import pandas as pd
 import pytest
@@ -107,3 +109,49 @@ def test_window_gates_and_effective_config_are_columns(store):
     assert set(by_lever.loc["van", "engine_async_scheduling"]) == {True}
     assert set(by_lever.loc["suffix", "engine_async_scheduling"]) == {False}
     assert set(cells["engine_log_version"]) == {"0.32.0"}
+
+
+def test_suffix_says_exactly_what_van_says_in_float32(store):
+    root, _, output = store
+    verdicts = connect(root).execute("select * from equivalence").df()
+    suffix = verdicts[verdicts["lever"] == "suffix"]
+    assert len(suffix) == 2, verdicts
+    assert (suffix["verdict"] == "pass").all(), suffix["reason"].tolist()
+    assert (suffix["exact_match_rate"] == 1.0).all()
+    assert "equivalence pass tiny/suffix-k8/code_complete" in output
+
+
+@pytest.fixture(scope="module")
+def perturbed(store, tmp_path_factory):
+    """The same store plus van at temperature 1: a lever that changes outputs on purpose."""
+    root = tmp_path_factory.mktemp("perturbed") / "store"
+    shutil.copytree(store[0], root)
+    console = Console(record=True, width=160)
+    code = run(
+        [
+            "experiment=smoke",
+            f"paths.store={root}",
+            f"load.num_prompts={NUM_PROMPTS}",
+            f"load.max_tokens={MAX_TOKENS}",
+            "load.warmup_requests=2",
+            f"load.concurrency={CONCURRENCY}",
+            "load.temperature=1.0",
+            "grid.levers=[van]",
+            "grid.corpora=[code_complete]",
+            "grid.anchor.enabled=false",
+            "gates.min_window_s=1",
+            "gates.min_requests=2",
+        ],
+        console,
+    )
+    return root, code, console.export_text()
+
+
+def test_the_gate_fails_a_lever_that_changes_outputs(perturbed):
+    root, code, output = perturbed
+    assert code == 0, output
+    verdicts = connect(root).execute("select * from equivalence").df()
+    hot = verdicts[verdicts["lever"] == "van"]
+    assert len(hot) == 1, verdicts
+    assert hot["verdict"].iloc[0] == "fail", hot["reason"].iloc[0]
+    assert hot["exact_match_rate"].iloc[0] < 0.5

@@ -1,0 +1,67 @@
+import math
+
+import pytest
+
+from analysis.equivalence import (
+    FAIL,
+    NO_REFERENCE,
+    PASS,
+    compare,
+    first_divergence,
+    judge,
+    kl_estimate,
+    topk_agreement,
+)
+from grid.schema import EquivalenceConfig
+
+
+def test_first_divergence_position():
+    assert first_divergence("abc", "abc") is None
+    assert first_divergence("abcd", "abXd") == 2
+    assert first_divergence("ab", "abc") == 2  # a prefix diverges where it ends
+
+
+def test_compare_counts_requests_in_common_only():
+    ref = {0: "def f():", 1: "return 1", 2: "x"}
+    cand = {0: "def f():", 1: "return 2", 3: "y"}
+    result = compare(ref, cand)
+    assert (result.n_prompts, result.n_exact) == (2, 1)
+    assert result.exact_match_rate == 0.5
+    assert result.first_divergence_chars == (7,)
+
+
+CFG = EquivalenceConfig(max_exact_match_drop=0.05, min_exact_match_without_floor=1.0)
+
+
+def comp(n, exact):
+    return compare({i: "a" for i in range(n)}, {i: "a" if i < exact else "b" for i in range(n)})
+
+
+def test_a_lever_as_close_to_van_as_van_to_itself_passes():
+    # bf16-style noise: van matches itself on 52%; the lever on 50% (within 5 points).
+    assert judge(comp(100, 50), comp(100, 52), CFG).verdict == PASS
+
+
+def test_a_lever_further_from_van_than_the_floor_fails_and_says_why():
+    verdict = judge(comp(100, 40), comp(100, 52), CFG)
+    assert verdict.verdict == FAIL
+    assert "40/100" in verdict.reason and "52.0%" in verdict.reason
+
+
+def test_without_a_floor_every_output_must_match():
+    assert judge(comp(32, 32), None, CFG).verdict == PASS
+    assert judge(comp(32, 31), None, CFG).verdict == FAIL
+    assert judge(comp(0, 0), None, CFG).verdict == NO_REFERENCE
+
+
+def test_topk_agreement_and_kl_by_hand():
+    ln = math.log
+    ref = [{"a": ln(0.5), "b": ln(0.5)}, {"c": ln(0.9), "d": ln(0.1)}]
+    same = topk_agreement(ref, ref), kl_estimate(ref, ref)
+    assert same[0] == 1.0 and same[1] == pytest.approx(0.0, abs=1e-12)
+    cand = [{"a": ln(0.25), "b": ln(0.75)}, {"d": ln(0.9), "e": ln(0.1)}]
+    # Position 0: both tops ("a" or "b") are in the other's top k; position 1: "c" is not in cand.
+    assert topk_agreement(ref, cand) == 0.5
+    kl0 = 0.5 * ln(0.5 / 0.25) + 0.5 * ln(0.5 / 0.75)
+    kl1 = 0.9 * (ln(0.9) - (-20.0)) + 0.1 * (ln(0.1) - ln(0.9))
+    assert kl_estimate(ref, cand) == pytest.approx((kl0 + kl1) / 2)
