@@ -30,14 +30,22 @@ demo: assets ## Run the smoke experiment (tiny x 2 corpora x {van, suffix}) and 
 summary: setup ## Print the summary table of ./results
 	$(PY) -m grid summary $(ARGS)
 
-test: assets ## All tests: unit, scheduling/faults (stand-in engine), real CPU engine
-	$(PY) -m pytest -q tests/unit tests/engine tests/scheduling $(ARGS)
+report: setup ## Write the HTML report of an experiment (default smoke) into results/reports/
+	$(PY) -m grid report experiment=smoke $(ARGS)
+
+test: assets ## All tests: unit, report/notebooks (headless chromium), real CPU engine, scheduling/faults
+	bash scripts/install_chromium.sh
+	$(PY) -m pytest -q tests/unit tests/report tests/engine tests/scheduling $(ARGS)
 
 test-unit: setup ## Unit tests only (no engine, seconds)
 	$(PY) -m pytest -q tests/unit $(ARGS)
 
 test-scheduling: setup ## Scheduling and fault tests on a fake 3-node cluster (stand-in engine)
 	$(PY) -m pytest -q tests/scheduling $(ARGS)
+
+test-report: setup ## HTML report in headless chromium + notebooks via nbclient (~40 s)
+	bash scripts/install_chromium.sh
+	$(PY) -m pytest -q tests/report $(ARGS)
 
 test-engine: assets ## Tests that start the real CPU engine
 	$(PY) -m pytest -q tests/engine $(ARGS)
@@ -53,4 +61,4 @@ lint: setup ## ruff check and format check
 clean: ## Remove results and caches (keeps .venv)
 	rm -rf results .cache/vllm .cache/inductor .pytest_cache
 
-.PHONY: help setup assets demo summary bench test test-unit test-scheduling test-engine lint clean
+.PHONY: help setup assets demo summary report bench test test-unit test-report test-scheduling test-engine lint clean
