@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -34,6 +34,9 @@ def to_config(cfg: DictConfig) -> Config:
     obj = OmegaConf.to_object(cfg)
     assert isinstance(obj, Config)
     return obj
+
+
+ENGINE_REUSE = ("per_spec", "per_corpus")
 
 
 def lever_ks(lever: LeverSpec, override: list[int] | None) -> list[int]:
@@ -71,6 +74,10 @@ def validate(config: Config) -> None:
         raise ConfigError(f"grid.ks names levers not in grid.levers: {sorted(unknown_ks)}")
     if grid.repeat_order not in ("interleaved", "same_engine"):
         raise ConfigError(f"grid.repeat_order must be interleaved or same_engine, got '{grid.repeat_order}'")
+    if grid.engine_reuse not in ENGINE_REUSE:
+        raise ConfigError(
+            f"grid.engine_reuse must be one of {', '.join(ENGINE_REUSE)}, got '{grid.engine_reuse}'"
+        )
     if grid.repeats < 1:
         raise ConfigError(f"grid.repeats must be >= 1, got {grid.repeats}")
     for name in ("concurrency", "max_tokens", "num_prompts"):
@@ -126,6 +133,9 @@ def expand_all(config: Config, conf_dir: Path = CONF_DIR) -> Expansion:
         for repeat in range(grid.repeats):
             for spec in specs if repeat % 2 == 0 else reversed(specs):
                 cells.extend(Cell(spec, corpus, config.load, repeat, launch=repeat) for corpus in corpora)
+    if grid.engine_reuse == "per_corpus":
+        # A launch per (launch, corpus): same cells and keys, more engine starts.
+        cells = [replace(c, launch=c.launch * len(corpora) + corpora.index(c.corpus)) for c in cells]
     keys = [c.key for c in cells]
     if len(set(keys)) != len(keys):
         raise ConfigError("two cells have the same key; the grid lists the same combination twice")

@@ -158,6 +158,11 @@ class GridSpec:
     # even repeats and reversed on odd ones (A B C, C B A), so drift within a
     # session spreads evenly; same_engine: repeats run back to back on one launch.
     repeat_order: str = "interleaved"
+    # per_spec: one engine serves every corpus of its spec in turn (fewer
+    # starts); per_corpus: a fresh engine per corpus, so suffix decoding's tree
+    # never holds another corpus's outputs. Cells record the corpora their
+    # engine served before them either way (engine_earlier_corpora).
+    engine_reuse: str = "per_spec"
     anchor: AnchorSpec = field(default_factory=AnchorSpec)
 
 

@@ -135,3 +135,17 @@ def test_final_grid_shape():
     assert len(expansion.skipped) == 11 - len(with_variant)
     big = {g.spec.model.name for g in groups if g.gpus == 8}
     assert {"llama31_405b_fp8", "deepseek_r1"} <= big
+
+
+def test_engine_reuse_per_corpus_gives_each_corpus_a_fresh_engine_with_the_same_cells():
+    shared = cells_for("experiment=smoke", "grid.repeats=2")
+    fresh = cells_for("experiment=smoke", "grid.repeats=2", "grid.engine_reuse=per_corpus")
+    assert [c.key for c in fresh] == [c.key for c in shared]
+    assert len(group_by_engine(shared)) == 4
+    groups = group_by_engine(fresh)
+    assert len(groups) == 8 and all(len(g.cells) == 1 for g in groups)
+
+
+def test_unknown_engine_reuse_is_refused():
+    with pytest.raises(ConfigError, match="engine_reuse"):
+        cells_for("experiment=smoke", "grid.engine_reuse=sometimes")
