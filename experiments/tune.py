@@ -1,0 +1,283 @@
+"""`python -m experiments.tune model=<name> corpora=[...]`: the study's procedure as one command.
+
+van -> suffix -> K-pad -> best K -> W4A4 (only with a quantised variant) ->
+dynamic K, each stage one grid run (same scheduler, same store, its own
+session with its drift anchor), so an interrupted tune resumes like any grid:
+run it again and finished stages are read back from the store. Every decision
+is made by experiments/decide.py from the stored figures and written down with
+its evidence. Outputs per model, under `out_dir/<model>/`:
+
+  final.yaml     the chosen lever, K (per corpus too) and engine settings
+  serve.sh       the exact `vllm serve` command that reproduces it, plugin environment included
+  decisions.md   the decision log: one row per stage with figures, drift band and gate verdicts
+
+Configuration: conf/tune/tune.yaml (schema TuneConfig below), composed with
+Hydra's compose API like the grid's, so a bad name or override fails first.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from hydra.errors import HydraException
+from omegaconf import MISSING, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from rich.console import Console
+
+from analysis.drift import session_drift
+from analysis.load import anchor_runs, equivalence_table, measured_cells
+from analysis.medians import lever_medians
+from experiments.decide import KEEP, SKIP, Decision, LeverConfig, TuneRules, choose_k, decide_change
+from grid.catalog import load_spec
+from grid.cells import EngineSpec
+from grid.compose import CONF_DIR, compose_config
+from grid.errors import ConfigError, GridError
+from grid.expand import expand, to_config
+from grid.paths import project_path
+from grid.run import make_console, run
+from grid.schema import LeverSpec, ModelSpec
+from grid.session import new_session_id
+from store.read import connect
+from workers.engine_args import Endpoint, serve_argv, serve_env
+
+TUNE_CONF_DIR = CONF_DIR / "tune"
+STAGES = ("van", "suffix", "kpad", "best_k", "w4a4", "dynk")
+
+
+@dataclass
+class TuneConfig:
+    model: str = MISSING
+    corpora: list[str] = field(default_factory=lambda: ["code_complete", "chat_bench"])
+    # Decisions use this corpus when it is among `corpora`, else the geometric mean over them.
+    final_corpus: str = "mix"
+    # The grid experiment every stage starts from (engine, load, gates, cluster).
+    experiment: str = "smoke"
+    # Grid overrides for every stage, e.g. [load.num_prompts=64, engine=gpu].
+    grid_overrides: list[str] = field(default_factory=list)
+    suffix_k: int = 8
+    kpad_k: int = 8
+    sweep_ks: list[int] = field(default_factory=lambda: [4, 6, 8, 12])
+    stages: list[str] = field(default_factory=lambda: list(STAGES))
+    rules: TuneRules = field(default_factory=TuneRules)
+    out_dir: str = "results/tune"
+
+
+def compose_tune(overrides: list[str]) -> TuneConfig:
+    ConfigStore.instance().store(name="tune_schema", node=TuneConfig)
+    try:
+        with initialize_config_dir(config_dir=str(TUNE_CONF_DIR), version_base="1.3"):
+            cfg = compose(config_name="tune", overrides=list(overrides))
+        tune = OmegaConf.to_object(cfg)
+    except (HydraException, OmegaConfBaseException) as exc:
+        first = "; ".join(line.strip() for line in str(exc).splitlines()[:2] if line.strip())
+        raise ConfigError(f"bad tune config or override ({first}); e.g. model=tiny corpora=[a,b]") from exc
+    assert isinstance(tune, TuneConfig)
+    unknown = [s for s in tune.stages if s not in STAGES]
+    if unknown or tune.stages[:1] != ["van"]:
+        raise ConfigError(f"stages must start with van and be among {', '.join(STAGES)}; got {tune.stages}")
+    return tune
+
+
+@dataclass
+class Tune:
+    """A tune in progress: its config, the grid overrides every stage shares, what was decided."""
+
+    cfg: TuneConfig
+    model: ModelSpec
+    tune_id: str
+    console: Console
+    decisions: list[Decision] = field(default_factory=list)
+    keys: set[str] = field(default_factory=set)
+
+    @property
+    def base(self) -> list[str]:
+        corpora = ",".join(self.cfg.corpora)
+        return [f"experiment={self.cfg.experiment}", f"grid.models=[{self.model.name}]",
+                f"grid.corpora=[{corpora}]", *self.cfg.grid_overrides]  # fmt: skip
+
+    def stage(self, name: str, *overrides: str) -> None:
+        """Run one stage's grid (resumes: cells already in the store are not rerun)."""
+        argv = [*self.base, *overrides, f"session_id={self.tune_id}-{name}"]
+        self.keys |= {c.key for c in expand(to_config(compose_config(argv)))}
+        self.console.rule(f"tune stage {name}")
+        if run(argv, self.console) != 0:
+            raise GridError(f"tune stage {name} left failed cells; rerun the same command to resume")
+
+    def evidence(self) -> tuple:
+        con = connect(self.store)
+        measured = measured_cells(con, self.keys)
+        medians, _ = lever_medians(measured)
+        drift, _ = session_drift(anchor_runs(con, set(measured["session_id"])))
+        return medians, drift, equivalence_table(con)
+
+    @property
+    def store(self) -> Path:
+        return project_path(compose_config(self.base).paths.store)
+
+    def uniform(self, lever: str, k: int) -> LeverConfig:
+        return LeverConfig.uniform(lever, k, self.cfg.corpora)
+
+    def change(self, stage: str, incumbent: LeverConfig, candidate: LeverConfig) -> LeverConfig:
+        medians, drift, verdicts = self.evidence()
+        decision = decide_change(stage, incumbent, candidate, medians, drift, verdicts, self.cfg.rules,
+                                 self.cfg.final_corpus, self.model.moe)  # fmt: skip
+        self.record(decision)
+        return candidate if decision.decision == KEEP else incumbent
+
+    def record(self, decision: Decision) -> None:
+        self.decisions.append(decision)
+        colour = {"keep": "green", "reject": "red"}.get(decision.decision, "yellow")
+        self.console.print(
+            f"tune {decision.stage}: [{colour}]{decision.decision}[/] {decision.candidate}: {decision.reason}"
+        )
+
+
+def procedure(t: Tune) -> LeverConfig:
+    """The stages in order (experiments/decide.py has the rules); returns the final configuration."""
+    cfg, stages = t.cfg, t.cfg.stages
+    t.stage("van", "grid.levers=[van]")
+    best = t.uniform("van", 0)
+    if "suffix" in stages:
+        t.stage("suffix", "grid.levers=[suffix]", f"+grid.ks.suffix=[{cfg.suffix_k}]")
+        best = t.change("suffix", best, t.uniform("suffix", cfg.suffix_k))
+    if "kpad" in stages:
+        t.stage("kpad", "grid.levers=[bestkpad]", f"+grid.ks.bestkpad=[{cfg.kpad_k}]")
+        best = t.change("kpad", best, t.uniform("bestkpad", cfg.kpad_k))
+    if "best_k" in stages:
+        if best.lever == "van":
+            t.record(Decision("best_k", "K sweep", best.label, SKIP, "no drafting lever was kept"))
+        else:
+            ks = ",".join(str(k) for k in cfg.sweep_ks)
+            t.stage("best_k", f"grid.levers=[{best.lever}]", f"+grid.ks.{best.lever}=[{ks}]")
+            medians, drift, _ = t.evidence()
+            chosen, decision = choose_k(best.lever, cfg.sweep_ks, cfg.corpora, medians, drift, cfg.rules,
+                                        cfg.final_corpus)  # fmt: skip
+            decision.incumbent = best.label
+            t.record(decision)
+            if chosen is not None:
+                best = t.uniform(best.lever, chosen)
+    if "w4a4" in stages:
+        if not t.model.quantized_variant:
+            reason = (
+                f"model '{t.model.name}' has no quantized_variant (an NVFP4 checkpoint; see docs/w4a4.md)"
+            )
+            t.record(Decision("w4a4", "w4a4", best.label, SKIP, reason))
+        else:
+            t.stage("w4a4", "grid.levers=[w4a4]")
+            best = t.change("w4a4", best, t.uniform("w4a4", 0))
+    if "dynk" in stages:
+        dynk = load_spec(LeverSpec, "dynk")
+        t.stage("dynk", "grid.levers=[dynk]")
+        best = t.change("dynk", best, t.uniform("dynk", dynk.ks[0]))
+    return best
+
+
+def deploy_k(final: LeverConfig, final_corpus: str) -> int:
+    ks = dict(final.k_by_corpus)
+    return ks.get(final_corpus, max(ks.values()))
+
+
+def serve_command(t: Tune, final: LeverConfig) -> str:
+    """The `vllm serve` command of the final configuration, environment included, as one shell line."""
+    config = to_config(compose_config(t.base))
+    lever = load_spec(LeverSpec, final.lever)
+    spec = EngineSpec(t.model, lever, deploy_k(final, t.cfg.final_corpus), config.engine)
+    argv = serve_argv(
+        spec, Endpoint("0.0.0.0", 8000, "${VLLM_API_KEY}"), project_path(config.paths.models_dir)
+    )
+    env = serve_env(spec, {}, Path("${HOME}/.cache/lever-grid"))
+    # Keep the settings that change what the engine does; drop the harness's cache paths.
+    keep = {k: v for k, v in env.items() if not k.endswith(("_CACHE_DIR", "_CACHE_ROOT", "HF_HOME"))}
+    quoted = [a if a == "${VLLM_API_KEY}" else shlex.quote(a) for a in argv]
+    return (
+        "env "
+        + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(keep.items()))
+        + " \\\n  "
+        + " ".join(quoted)
+    )
+
+
+def write_outputs(t: Tune, final: LeverConfig) -> Path:
+    out = project_path(t.cfg.out_dir) / t.model.name
+    out.mkdir(parents=True, exist_ok=True)
+    best_k = next((d.per_corpus for d in t.decisions if d.stage == "best_k" and d.decision == KEEP), {})
+    (out / "final.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "model": t.model.name,
+                "lever": final.lever,
+                "k": deploy_k(final, t.cfg.final_corpus),
+                "best_k_by_corpus": best_k,
+                "corpora": list(t.cfg.corpora),
+                "decided_on": t.cfg.final_corpus if t.cfg.final_corpus in t.cfg.corpora else "geometric mean",
+                "tune_id": t.tune_id,
+                "store": str(t.store),
+            },
+            sort_keys=False,
+        )
+    )
+    (out / "serve.sh").write_text(
+        "#!/usr/bin/env bash\n# " + final.label + "\n" + serve_command(t, final) + "\n"
+    )
+    (out / "decisions.md").write_text(decision_log(t, final))
+    return out
+
+
+def fmt(value: float, spec: str) -> str:
+    """A figure for the log; NaN (not measured) as '-'."""
+    return "-" if value != value else format(value, spec)
+
+
+def decision_log(t: Tune, final: LeverConfig) -> str:
+    lines = [
+        f"# Tuning {t.model.name}: {final.label}",
+        "",
+        f"Tune {t.tune_id}; corpora {', '.join(t.cfg.corpora)}; decisions on "
+        + (t.cfg.final_corpus if t.cfg.final_corpus in t.cfg.corpora else "the geometric mean over corpora")
+        + ". A change is kept only when its gain exceeds the drift band (experiments/decide.py).",
+        "",
+        "| stage | candidate | vs | decision | candidate tok/s | incumbent tok/s | gain | drift band "
+        "| gate | why |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for d in t.decisions:
+        figures = [fmt(d.candidate_tok_per_s, ",.1f"), fmt(d.incumbent_tok_per_s, ",.1f"),
+                   fmt(d.gain, "+.1%"), fmt(d.band, ".1%")]  # fmt: skip
+        cells = [
+            d.stage,
+            d.candidate,
+            d.incumbent or "-",
+            f"**{d.decision}**",
+            *figures,
+            d.gate or "-",
+            d.reason,
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def tune(overrides: list[str], console: Console | None = None) -> int:
+    cfg = compose_tune(overrides)
+    t = Tune(cfg, load_spec(ModelSpec, cfg.model), new_session_id(), console or make_console())
+    final = procedure(t)
+    out = write_outputs(t, final)
+    t.console.print(f"tune: final {final.label}; config, command and decision log in {out}")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    try:
+        return tune(argv)
+    except GridError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

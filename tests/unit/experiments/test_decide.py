@@ -1,0 +1,122 @@
+import math
+
+import pandas as pd
+import pytest
+
+from experiments.decide import KEEP, REJECT, LeverConfig, TuneRules, choose_k, decide_change, score
+
+CORPORA = ["code_complete", "chat_bench"]
+RULES = TuneRules()
+
+
+def medians(rows):
+    """rows: (corpus, lever, k, median tok/s, session)."""
+    return pd.DataFrame(
+        [
+            {
+                "model": "tiny",
+                "corpus": c,
+                "lever": lv,
+                "k": k,
+                "n": 1,
+                "median": v,
+                "mad": 0.0,
+                "sessions": (s,),
+            }
+            for c, lv, k, v, s in rows
+        ]
+    )
+
+
+def drift(rows):
+    """rows: (session, drift_rel, anchor mean tok/s); one anchor cell for all."""
+    columns = ["session_id", "model", "corpus", "lever", "k", "anchor_mean_tok_per_s", "drift_rel"]
+    return pd.DataFrame([(s, "tiny", "code_complete", "van", 0, m, d) for s, d, m in rows], columns=columns)
+
+
+NO_VERDICTS = pd.DataFrame(columns=["lever", "k", "corpus", "verdict", "reason"])
+VAN = LeverConfig.uniform("van", 0, CORPORA)
+SUFFIX = LeverConfig.uniform("suffix", 8, CORPORA)
+KPAD = LeverConfig.uniform("bestkpad", 8, CORPORA)
+FIGURES = medians(
+    [
+        ("code_complete", "van", 0, 100.0, "A"),
+        ("chat_bench", "van", 0, 100.0, "A"),
+        ("code_complete", "suffix", 8, 112.0, "B"),
+        ("chat_bench", "suffix", 8, 100.0, "B"),
+        ("code_complete", "bestkpad", 8, 113.0, "C"),
+        ("chat_bench", "bestkpad", 8, 100.5, "C"),
+    ]
+)
+# Within-session drift 2 %, 1 %, 1.5 %; anchor means 100, 101, 100.5 (between A and B: 1/100.5).
+DRIFT = drift([("A", 0.02, 100.0), ("B", 0.01, 101.0), ("C", 0.015, 100.5)])
+
+
+def test_score_is_the_geometric_mean_over_corpora_without_the_final_corpus():
+    value, sessions = score(FIGURES, SUFFIX, final_corpus="mix")
+    assert value == pytest.approx(math.sqrt(112.0 * 100.0))
+    assert sessions == {"B"}
+    value, _ = score(FIGURES, SUFFIX, final_corpus="code_complete")
+    assert value == 112.0
+
+
+def test_a_gain_beyond_the_drift_band_is_kept():
+    d = decide_change("suffix", VAN, SUFFIX, FIGURES, DRIFT, NO_VERDICTS, RULES, "mix", moe=False)
+    # gain = sqrt(1.12) - 1 = 5.83 % > band = max(2 %, 1 %, 1/100.5) = 2 %
+    assert d.decision == KEEP
+    assert d.gain == pytest.approx(math.sqrt(1.12) - 1)
+    assert d.band == pytest.approx(0.02)
+    assert d.per_corpus == pytest.approx({"code_complete": 0.12, "chat_bench": 0.0})
+
+
+def test_a_gain_within_the_drift_band_is_rejected():
+    d = decide_change("kpad", SUFFIX, KPAD, FIGURES, DRIFT, NO_VERDICTS, RULES, "mix", moe=False)
+    # gain = sqrt(113 * 100.5 / (112 * 100)) - 1 = 0.70 % < band max(1 %, 1.5 %, 1/100.75) = 1.5 %
+    assert d.decision == REJECT
+    assert d.gain == pytest.approx(math.sqrt(113 * 100.5 / 11200) - 1)
+    assert d.band == pytest.approx(0.015)
+    assert "within drift band 1.5%" in d.reason
+
+
+def test_a_failed_equivalence_gate_rejects_whatever_the_gain():
+    verdicts = pd.DataFrame(
+        [{"lever": "suffix", "k": 8, "corpus": "chat_bench", "verdict": "fail", "reason": "exact match 3/8"}]
+    )
+    d = decide_change("suffix", VAN, SUFFIX, FIGURES, DRIFT, verdicts, RULES, "mix", moe=False)
+    assert d.decision == REJECT
+    assert "gate failed (chat_bench: exact match 3/8)" in d.reason
+
+
+def test_moe_models_reject_a_lever_that_slows_one_corpus_beyond_drift():
+    figures = medians([*FIGURES[["corpus", "lever", "k", "median"]].assign(s="A").itertuples(index=False)])
+    suffix = figures["lever"] == "suffix"
+    figures.loc[suffix & (figures["corpus"] == "code_complete"), "median"] = 130.0
+    figures.loc[suffix & (figures["corpus"] == "chat_bench"), "median"] = 90.0
+    one_session = drift([("A", 0.02, 100.0)])
+    dense = decide_change("suffix", VAN, SUFFIX, figures, one_session, NO_VERDICTS, RULES, "mix", moe=False)
+    moe = decide_change("suffix", VAN, SUFFIX, figures, one_session, NO_VERDICTS, RULES, "mix", moe=True)
+    assert dense.decision == KEEP  # sqrt(1.3 x 0.9) - 1 = +8.2 % > 2 %
+    assert moe.decision == REJECT and "regresses beyond drift on chat_bench" in moe.reason
+
+
+def test_unknown_drift_uses_the_configured_band():
+    d = decide_change("suffix", VAN, SUFFIX, FIGURES, drift([]), NO_VERDICTS, RULES, "mix", moe=False)
+    assert d.band == RULES.unknown_drift_band
+    assert d.decision == KEEP  # 5.83 % > 5 %
+
+
+def test_best_k_prefers_the_smaller_k_within_the_band():
+    rows = [
+        (c, "bestkpad", k, v, "A")
+        for c in CORPORA
+        for k, v in ((4, 110.0), (6, 111.0), (8, 112.0), (12, 111.5))
+    ]
+    chosen, d = choose_k(
+        "bestkpad", [12, 4, 8, 6], CORPORA, medians(rows), drift([("A", 0.02, 100.0)]), RULES, "mix"
+    )
+    assert chosen == 4  # 110 >= 112 x (1 - 2 %) = 109.76
+    assert d.per_corpus == {"code_complete": 4, "chat_bench": 4}
+    tight, _ = choose_k(
+        "bestkpad", [4, 6, 8, 12], CORPORA, medians(rows), drift([("A", 0.001, 100.0)]), RULES, "mix"
+    )
+    assert tight == 8
