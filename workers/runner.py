@@ -23,7 +23,7 @@ from grid.plan import EngineGroup
 from grid.schema import GateConfig
 from store.layout import StoreLayout
 from store.writer import write_failed_attempt, write_ok_attempt
-from workers import metrics, windows
+from workers import cudagraph_log, metrics, windows
 from workers.counters import ServerCounters, scrape
 from workers.engine import Engine, log_tail, new_endpoint
 from workers.engine_args import serve_argv, serve_env, served_name
@@ -156,6 +156,7 @@ def run_cell(cell: Cell, engine: Engine, ctx: RunContext) -> tuple[list[RequestR
     if plan.warmup:
         run_sync(run_load(target, plan.warmup, cell.load, phase="warmup"))
     before = scrape(endpoint.base_url, endpoint.api_key)
+    log_offset = cudagraph_log.log_size(engine.log_path)
     cpu_start_s = time.process_time()
     with GpuSampler() as gpu:
         records, lag = run_sync(run_measured(target, plan.measured, cell.load, phase="measure"))
@@ -167,6 +168,7 @@ def run_cell(cell: Cell, engine: Engine, ctx: RunContext) -> tuple[list[RequestR
     summary["corpus_skipped_rows"] = corpus.skipped_rows
     summary["corpus_skip_reasons"] = "; ".join(corpus.skip_reasons) or None
     summary.update(gpu.columns(summary["output_tokens"]))
+    summary.update(cudagraph_log.columns_since(engine.log_path, log_offset))
     return records, summary
 
 
