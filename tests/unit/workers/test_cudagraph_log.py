@@ -1,6 +1,6 @@
 from workers.cudagraph_log import columns, columns_since, step_counts
 
-LOG = """(EngineCore pid=7) INFO 11-30 07:00:00 [loggers.py:257] Engine 000: Avg generation throughput: 8000.0 tokens/s
+LOG = """(EngineCore pid=7) INFO 11-30 07:00:00 [loggers.py:257] Avg generation throughput: 8000 tok/s
 (EngineCore pid=7) INFO 11-30 07:00:00 [cuda_graph.py:123] **CUDAGraph Config Settings:**
 
 - Mode: FULL_AND_PIECEWISE
