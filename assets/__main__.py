@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from assets import corpora, smollm2
+from assets import corpora, dummy_models, smollm2
 from grid.compose import compose_config
 from grid.errors import ConfigError, GridError
 from grid.paths import project_path
@@ -18,6 +18,7 @@ def main(argv: list[str]) -> int:
     try:
         cfg = compose_config(argv)
         model_dir = smollm2.ensure(project_path(cfg.paths.models_dir))
+        dummy_models.ensure(project_path(cfg.paths.models_dir))
         max_prompt_tokens = int(cfg.engine.max_model_len) - int(cfg.load.max_tokens)
         if max_prompt_tokens <= 0:
             raise ConfigError(f"engine.max_model_len must exceed load.max_tokens (cap {max_prompt_tokens})")
