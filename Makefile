@@ -33,9 +33,9 @@ summary: setup ## Print the summary table of ./results
 report: setup ## Write the HTML report of an experiment (default smoke) into results/reports/
 	$(PY) -m grid report experiment=smoke $(ARGS)
 
-test: assets ## All tests: unit, report/notebooks (headless chromium), real CPU engine, scheduling/faults
+test: assets ## All tests: unit, report/notebooks (headless chromium), real CPU engine and plugins, scheduling/faults
 	bash scripts/install_chromium.sh
-	$(PY) -m pytest -q tests/unit tests/report tests/engine tests/scheduling $(ARGS)
+	$(PY) -m pytest -q tests/unit tests/report tests/engine tests/plugins_engine tests/scheduling $(ARGS)
 
 test-unit: setup ## Unit tests only (no engine, seconds)
 	$(PY) -m pytest -q tests/unit $(ARGS)
@@ -47,8 +47,8 @@ test-report: setup ## HTML report in headless chromium + notebooks via nbclient 
 	bash scripts/install_chromium.sh
 	$(PY) -m pytest -q tests/report $(ARGS)
 
-test-engine: assets ## Tests that start the real CPU engine
-	$(PY) -m pytest -q tests/engine $(ARGS)
+test-engine: assets ## Tests that start the real CPU engine (grid, failures, the lever plugins)
+	$(PY) -m pytest -q tests/engine tests/plugins_engine $(ARGS)
 
 bench: assets ## Client CPU per token vs vllm bench serve (stub), then both on the real CPU engine
 	$(PY) -m benchmarks.client_overhead

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grid.cells import Cell
+from grid.cells import Cell, EngineSpec
 from grid.errors import EngineError
 from grid.plan import EngineGroup
 from grid.schema import GateConfig
@@ -172,6 +172,26 @@ def run_cell(cell: Cell, engine: Engine, ctx: RunContext) -> tuple[list[RequestR
     return records, summary
 
 
+def missing_plugin(spec: EngineSpec, log_path: Path) -> str | None:
+    """Why a lever's plugin is not active in the started engine, or None when it is.
+
+    vLLM logs a plugin that fails to import and starts anyway, so a lever
+    would silently measure plain suffix decoding. The plugin logs
+    `lever_plugins <name>: wrapped ...` once it is in place (lever_plugins/proposer_patch.py).
+    """
+    name = spec.lever.requires_plugin
+    if name is None:
+        return None
+    text = log_path.read_text(errors="replace") if log_path.is_file() else ""
+    if f"lever_plugins {name}: wrapped" in text:
+        return None
+    return (
+        f"lever '{spec.lever.name}' needs the vLLM plugin '{name}', but the engine started without it "
+        "(no 'wrapped' line in its log); install this project into the engine's Python "
+        "(pip install -e .) so vLLM finds its `vllm.general_plugins` entry point"
+    )
+
+
 def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
     """Run every cell of one engine launch; return one outcome per cell, ok or failed."""
     layout = StoreLayout(ctx.store_root)
@@ -192,6 +212,8 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
             ready_s = engine.start()
         except EngineError as exc:
             return [_fail(layout, ctx, cell, str(exc), log_tail(log_path)) for cell in group.cells]
+        if (missing := missing_plugin(spec, log_path)) is not None:
+            return [_fail(layout, ctx, cell, missing, log_tail(log_path)) for cell in group.cells]
         version = engine_version(endpoint.base_url, endpoint.api_key)
         earlier: list[str] = []
         for cell in group.cells:

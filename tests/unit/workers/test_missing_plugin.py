@@ -1,0 +1,20 @@
+from grid.compose import compose_config
+from grid.expand import expand, to_config
+from workers.runner import missing_plugin
+
+
+def spec(lever):
+    return expand(to_config(compose_config(["experiment=smoke", f"grid.levers=[{lever}]"])))[0].engine_spec
+
+
+def test_a_lever_whose_plugin_did_not_load_is_caught_from_the_engine_log(tmp_path):
+    log = tmp_path / "engine.log"
+    log.write_text("INFO plugins loaded\nERROR Failed to load plugin kpad\n")
+    reason = missing_plugin(spec("bestkpad"), log)
+    assert reason is not None and "'kpad'" in reason and "pip install -e ." in reason
+    log.write_text("INFO lever_plugins kpad: wrapped suffix_decoding.SuffixDecodingProposer.propose\n")
+    assert missing_plugin(spec("bestkpad"), log) is None
+
+
+def test_levers_without_a_plugin_need_nothing(tmp_path):
+    assert missing_plugin(spec("suffix"), tmp_path / "absent.log") is None
