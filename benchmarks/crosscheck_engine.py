@@ -32,16 +32,12 @@ from workers.prompts import Prompt, load_corpus
 from workers.runner import engine_base_env
 
 ROUNDS = int(os.environ.get("CROSSCHECK_ROUNDS", "4"))
-OVERRIDES = [
-    "experiment=smoke",
-    "grid.levers=[van]",
-    "grid.corpora=[code_complete]",
-    "load.num_prompts=24",
-    "load.max_tokens=64",
-    "load.concurrency=8",
-    "load.ignore_eos=true",
-    "load.token_ids=false",
-]
+# The CPU default; on GPUs set CROSSCHECK_OVERRIDES (space-separated), e.g. scripts/gpu/validate.sh.
+OVERRIDES = os.environ.get(
+    "CROSSCHECK_OVERRIDES",
+    "experiment=smoke grid.levers=[van] grid.corpora=[code_complete] load.num_prompts=24 "
+    "load.max_tokens=64 load.concurrency=8 load.ignore_eos=true load.token_ids=false",
+).split()
 
 
 def harness_run(target: Target, prompts: list[Prompt], load: LoadSpec) -> float:

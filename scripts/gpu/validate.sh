@@ -17,7 +17,9 @@ case $part in
   grid) python3 -m grid run experiment=gpu_validate paths.data_dir=.gpu/data paths.store=$store "$@" ;;
   tp2) python3 -m grid run experiment=gpu_validate paths.data_dir=.gpu/data paths.store=$store \
          grid.models=[llama31_8b_shaped_tp2] grid.levers=[van,suffix] grid.corpora=[code_complete] "$@" ;;
-  crosscheck) python3 -m benchmarks.crosscheck_engine "$@" ;;
+  crosscheck) CROSSCHECK_OVERRIDES="experiment=gpu_validate paths.data_dir=.gpu/data grid.levers=[van] \
+      grid.corpora=[code_complete] load.num_prompts=160 load.max_tokens=512 load.ignore_eos=true \
+      load.token_ids=false $*" python3 -m benchmarks.crosscheck_engine | tee $OUT/crosscheck.txt ;;
 esac
 echo "rc=$? wall_s=$(( $(date +%s) - start ))" | tee $OUT/rc.txt
 [ -d "$store" ] && python3 scripts/gpu/export.py "$store" "$OUT"
