@@ -11,7 +11,7 @@ from grid.catalog import load_spec
 from grid.cells import Cell, EngineSpec
 from grid.compose import CONF_DIR
 from grid.errors import ConfigError
-from grid.schema import ClusterSpec, Config, CorpusSpec, LeverSpec, ModelSpec
+from grid.schema import ClusterSpec, Config, CorpusSpec, GridSpec, LeverSpec, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,14 @@ def to_config(cfg: DictConfig) -> Config:
     return obj
 
 
-ENGINE_REUSE = ("per_spec", "per_corpus")
+ENGINE_REUSE = ("auto", "per_spec", "per_corpus")
+
+
+def fresh_per_corpus(cell: Cell, grid: GridSpec) -> bool:
+    """Whether this cell's corpus gets an engine of its own (grid.engine_reuse)."""
+    if grid.engine_reuse == "auto":
+        return cell.engine_spec.lever.spec_method == "suffix"
+    return grid.engine_reuse == "per_corpus"
 
 
 def lever_ks(lever: LeverSpec, override: list[int] | None) -> list[int]:
@@ -133,9 +140,13 @@ def expand_all(config: Config, conf_dir: Path = CONF_DIR) -> Expansion:
         for repeat in range(grid.repeats):
             for spec in specs if repeat % 2 == 0 else reversed(specs):
                 cells.extend(Cell(spec, corpus, config.load, repeat, launch=repeat) for corpus in corpora)
-    if grid.engine_reuse == "per_corpus":
-        # A launch per (launch, corpus): same cells and keys, more engine starts.
-        cells = [replace(c, launch=c.launch * len(corpora) + corpora.index(c.corpus)) for c in cells]
+    # A launch per (launch, corpus) where engines are not reused: same cells and keys, more starts.
+    cells = [
+        replace(c, launch=c.launch * len(corpora) + corpora.index(c.corpus))
+        if fresh_per_corpus(c, grid)
+        else c
+        for c in cells
+    ]
     keys = [c.key for c in cells]
     if len(set(keys)) != len(keys):
         raise ConfigError("two cells have the same key; the grid lists the same combination twice")

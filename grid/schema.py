@@ -159,10 +159,12 @@ class GridSpec:
     # session spreads evenly; same_engine: repeats run back to back on one launch.
     repeat_order: str = "interleaved"
     # per_spec: one engine serves every corpus of its spec in turn (fewer
-    # starts); per_corpus: a fresh engine per corpus, so suffix decoding's tree
-    # never holds another corpus's outputs. Cells record the corpora their
-    # engine served before them either way (engine_earlier_corpora).
-    engine_reuse: str = "per_spec"
+    # starts); per_corpus: a fresh engine per corpus; auto: per_corpus for
+    # suffix-decoding levers, whose tree keeps earlier outputs (measured on the
+    # CPU engine: a corpus served after another drafted with 1.7-4.5% lower
+    # acceptance, benchmarks/engine_reuse.py), per_spec for the rest. Cells
+    # record the corpora their engine served before them (engine_earlier_corpora).
+    engine_reuse: str = "auto"
     anchor: AnchorSpec = field(default_factory=AnchorSpec)
 
 

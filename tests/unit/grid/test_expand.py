@@ -8,6 +8,8 @@ from grid.expand import expand, expand_all, to_config
 from grid.plan import group_by_engine
 
 CONF = Path(__file__).resolve().parents[3] / "conf"
+# Launch-grouping tests pin engine reuse; `auto` (the default) has its own test below.
+PER_SPEC = "grid.engine_reuse=per_spec"
 
 
 def cells_for(*overrides):
@@ -26,7 +28,7 @@ def test_smoke_expands_to_models_x_corpora_x_lever_configs():
 
 
 def test_repeats_on_one_engine_share_one_launch():
-    cells = cells_for("experiment=smoke", "grid.repeats=2", "grid.repeat_order=same_engine")
+    cells = cells_for("experiment=smoke", "grid.repeats=2", "grid.repeat_order=same_engine", PER_SPEC)
     groups = group_by_engine(cells)
     assert len(cells) == 8
     assert len(groups) == 2
@@ -35,7 +37,7 @@ def test_repeats_on_one_engine_share_one_launch():
 
 
 def test_interleaved_repeats_relaunch_and_reverse_the_lever_order():
-    cells = cells_for("experiment=smoke", "grid.repeats=3")
+    cells = cells_for("experiment=smoke", "grid.repeats=3", PER_SPEC)
     groups = group_by_engine(cells)
     assert [(g.cells[0].repeat, g.spec.lever.name) for g in groups] == [
         (0, "van"),
@@ -50,7 +52,7 @@ def test_interleaved_repeats_relaunch_and_reverse_the_lever_order():
 
 
 def test_k_sweep_gives_one_engine_per_k():
-    cells = cells_for("experiment=smoke", "grid.levers=[suffix]", "+grid.ks.suffix=[4,8]")
+    cells = cells_for("experiment=smoke", "grid.levers=[suffix]", "+grid.ks.suffix=[4,8]", PER_SPEC)
     assert sorted({c.engine_spec.k for c in cells}) == [4, 8]
     assert len(group_by_engine(cells)) == 2
 
@@ -114,7 +116,7 @@ def test_w4a4_without_variant_is_skipped_with_reason():
 
 
 def test_final_grid_shape():
-    expansion = expand_all(to_config(compose_config(["experiment=final"])))
+    expansion = expand_all(to_config(compose_config(["experiment=final", PER_SPEC])))
     groups = group_by_engine(expansion.cells)
     models = {g.spec.model.name for g in groups}
     assert len(models) == 11
@@ -138,7 +140,7 @@ def test_final_grid_shape():
 
 
 def test_engine_reuse_per_corpus_gives_each_corpus_a_fresh_engine_with_the_same_cells():
-    shared = cells_for("experiment=smoke", "grid.repeats=2")
+    shared = cells_for("experiment=smoke", "grid.repeats=2", "grid.engine_reuse=per_spec")
     fresh = cells_for("experiment=smoke", "grid.repeats=2", "grid.engine_reuse=per_corpus")
     assert [c.key for c in fresh] == [c.key for c in shared]
     assert len(group_by_engine(shared)) == 4
@@ -149,3 +151,11 @@ def test_engine_reuse_per_corpus_gives_each_corpus_a_fresh_engine_with_the_same_
 def test_unknown_engine_reuse_is_refused():
     with pytest.raises(ConfigError, match="engine_reuse"):
         cells_for("experiment=smoke", "grid.engine_reuse=sometimes")
+
+
+def test_auto_engine_reuse_gives_suffix_levers_a_fresh_engine_per_corpus_only():
+    groups = group_by_engine(cells_for("experiment=smoke"))
+    by_lever = {}
+    for g in groups:
+        by_lever.setdefault(g.spec.lever.name, []).append(len(g.cells))
+    assert by_lever == {"van": [2], "suffix": [1, 1]}

@@ -14,7 +14,15 @@ from grid.plan_report import plan, plan_summary
 
 def test_final_plan_json_via_the_cli():
     out = subprocess.run(
-        [sys.executable, "-m", "grid", "plan", "experiment=final", "format=json"],
+        [
+            sys.executable,
+            "-m",
+            "grid",
+            "plan",
+            "experiment=final",
+            "grid.engine_reuse=per_spec",
+            "format=json",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -28,8 +36,8 @@ def test_final_plan_json_via_the_cli():
 
 
 def test_engine_launches_equal_engine_specs_not_cells():
-    summary = plan_summary(["experiment=final"])
-    cells = expand(to_config(compose_config(["experiment=final"])))
+    summary = plan_summary(["experiment=final", "grid.engine_reuse=per_spec"])
+    cells = expand(to_config(compose_config(["experiment=final", "grid.engine_reuse=per_spec"])))
     assert summary["engine_launches"] == len({c.engine_spec.key for c in cells}) < len(cells)
 
 
