@@ -14,8 +14,8 @@ m = Path('.cache/models'); smollm2.ensure(m); dummy_models.ensure(m)" || exit 1
 store=$HOME/store-$part
 start=$(date +%s)
 case $part in
-  grid) python3 -m grid run experiment=gpu_validate paths.data_dir=.gpu/data paths.store=$store "$@" ;;
-  tp2) python3 -m grid run experiment=gpu_validate paths.data_dir=.gpu/data paths.store=$store \
+  grid) timeout ${STEP_TIMEOUT_S:-470} python3 -m grid run experiment=gpu_validate paths.data_dir=.gpu/data paths.store=$store "$@" ;;
+  tp2) timeout ${STEP_TIMEOUT_S:-470} python3 -m grid run experiment=gpu_validate paths.data_dir=.gpu/data paths.store=$store \
          grid.models=[llama31_8b_shaped_tp2] grid.levers=[van,suffix] grid.corpora=[code_complete] "$@" ;;
   crosscheck) CROSSCHECK_OVERRIDES="experiment=gpu_validate paths.data_dir=.gpu/data grid.levers=[van] \
       grid.corpora=[code_complete] load.num_prompts=160 load.max_tokens=512 load.ignore_eos=true \
