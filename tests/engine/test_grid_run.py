@@ -18,27 +18,30 @@ MAX_TOKENS = 32
 CONCURRENCY = 4
 
 
+def run_small(root, *extra: str) -> tuple[int, str]:
+    """The smoke grid at a load small enough for tests; returns exit code and printed output."""
+    console = Console(record=True, width=160)
+    overrides = [
+        "experiment=smoke",
+        f"paths.store={root}",
+        f"load.num_prompts={NUM_PROMPTS}",
+        f"load.max_tokens={MAX_TOKENS}",
+        "load.warmup_requests=2",
+        f"load.concurrency={CONCURRENCY}",
+        "gates.min_window_s=1",
+        "gates.min_requests=2",
+        # Anchors add two engine launches; their order is tested on the fake cluster.
+        "grid.anchor.enabled=false",
+        *extra,
+    ]
+    code = run(overrides, console)
+    return code, console.export_text()
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("store")
-    console = Console(record=True, width=160)
-    code = run(
-        [
-            "experiment=smoke",
-            f"paths.store={root}",
-            f"load.num_prompts={NUM_PROMPTS}",
-            f"load.max_tokens={MAX_TOKENS}",
-            "load.warmup_requests=2",
-            f"load.concurrency={CONCURRENCY}",
-            "gates.min_window_s=1",
-            "gates.min_requests=2",
-            "session_id=test-session",
-            # Anchors add two engine launches; their order is tested on the fake cluster.
-            "grid.anchor.enabled=false",
-        ],
-        console,
-    )
-    return root, code, console.export_text()
+    return root, *run_small(root, "session_id=test-session")
 
 
 def test_run_succeeds_and_prints_the_table(store):
@@ -126,25 +129,7 @@ def perturbed(store, tmp_path_factory):
     """The same store plus van at temperature 1: a lever that changes outputs on purpose."""
     root = tmp_path_factory.mktemp("perturbed") / "store"
     shutil.copytree(store[0], root)
-    console = Console(record=True, width=160)
-    code = run(
-        [
-            "experiment=smoke",
-            f"paths.store={root}",
-            f"load.num_prompts={NUM_PROMPTS}",
-            f"load.max_tokens={MAX_TOKENS}",
-            "load.warmup_requests=2",
-            f"load.concurrency={CONCURRENCY}",
-            "load.temperature=1.0",
-            "grid.levers=[van]",
-            "grid.corpora=[code_complete]",
-            "grid.anchor.enabled=false",
-            "gates.min_window_s=1",
-            "gates.min_requests=2",
-        ],
-        console,
-    )
-    return root, code, console.export_text()
+    return root, *run_small(root, "load.temperature=1.0", "grid.levers=[van]", "grid.corpora=[code_complete]")
 
 
 def test_the_gate_fails_a_lever_that_changes_outputs(perturbed):
