@@ -68,6 +68,8 @@ def stub_overrides(root: Path, cluster: Cluster | object, *extra: str) -> list[s
         "load.max_tokens=8",
         # The drift anchor adds two launches; its own test turns it on.
         "grid.anchor.enabled=false",
+        # One launch per engine spec, so launch counts below are the spec counts.
+        "grid.engine_reuse=per_spec",
         *extra,
     ]
 
