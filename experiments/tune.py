@@ -94,6 +94,8 @@ class Tune:
     console: Console
     decisions: list[Decision] = field(default_factory=list)
     keys: set[str] = field(default_factory=set)
+    # Replay: run nothing, decide from what the store already holds (every cell in it).
+    replay: bool = False
 
     @property
     def base(self) -> list[str]:
@@ -105,13 +107,15 @@ class Tune:
         """Run one stage's grid (resumes: cells already in the store are not rerun)."""
         argv = [*self.base, *overrides, f"session_id={self.tune_id}-{name}"]
         self.keys |= {c.key for c in expand(to_config(compose_config(argv)))}
+        if self.replay:
+            return
         self.console.rule(f"tune stage {name}")
         if run(argv, self.console) != 0:
             raise GridError(f"tune stage {name} left failed cells; rerun the same command to resume")
 
     def evidence(self) -> tuple:
         con = connect(self.store)
-        measured = measured_cells(con, self.keys)
+        measured = measured_cells(con, None if self.replay else self.keys)
         medians, _ = lever_medians(measured)
         drift, _ = session_drift(anchor_runs(con, set(measured["session_id"])))
         return medians, drift, equivalence_table(con)
@@ -262,9 +266,10 @@ def decision_log(t: Tune, final: LeverConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def tune(overrides: list[str], console: Console | None = None) -> int:
+def tune(overrides: list[str], console: Console | None = None, replay: bool = False) -> int:
+    """Run the procedure (or, with replay, re-decide from a store that holds one tune's cells)."""
     cfg = compose_tune(overrides)
-    t = Tune(cfg, load_spec(ModelSpec, cfg.model), new_session_id(), console or make_console())
+    t = Tune(cfg, load_spec(ModelSpec, cfg.model), new_session_id(), console or make_console(), replay=replay)
     final = procedure(t)
     out = write_outputs(t, final)
     t.console.print(f"tune: final {final.label}; config, command and decision log in {out}")

@@ -20,10 +20,13 @@ ASYNC_DISABLED = re.compile(
 )
 RUNNER_V1 = re.compile(r"using the V1 model runner")
 RUNNER_V2 = re.compile(r"[Uu]sing Model Runner V2")
+# Which GEMM ran an NVFP4 checkpoint: on Hopper weight-only FP4 (Marlin), true
+# W4A4 only on Blackwell (e.g. CUTLASS / FlashInfer). vLLM logs its choice.
+NVFP4_KERNEL = re.compile(r"Using (\w+) for NVFP4 GEMM")
 
 
 def effective_config(log_text: str) -> dict[str, Any]:
-    """engine_* columns: vLLM version, async scheduling, model runner, CUDA-graph mode and sizes."""
+    """engine_* columns: vLLM version, async scheduling, model runner, CUDA graphs, NVFP4 kernel."""
     version = VERSION.search(log_text)
     mode = CUDAGRAPH_MODE.search(log_text)
     sizes = CAPTURE_SIZES.search(log_text)
@@ -35,12 +38,14 @@ def effective_config(log_text: str) -> dict[str, Any]:
     else:
         async_scheduling = None
     runner = "v1" if RUNNER_V1.search(log_text) else "v2" if RUNNER_V2.search(log_text) else None
+    nvfp4 = NVFP4_KERNEL.search(log_text)
     return {
         "engine_log_version": version.group(1) if version else None,
         "engine_async_scheduling": async_scheduling,
         "engine_model_runner": runner,
         "engine_cudagraph_mode": mode.group(1) if mode else None,
         "engine_max_capture_size": max(capture) if capture else None,
+        "engine_nvfp4_kernel": nvfp4.group(1) if nvfp4 else None,
     }
 
 

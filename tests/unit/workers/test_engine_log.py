@@ -20,6 +20,7 @@ def test_suffix_log_shows_async_off_and_graph_settings():
         "engine_model_runner": "v1",
         "engine_cudagraph_mode": "FULL_AND_PIECEWISE",
         "engine_max_capture_size": 288,
+        "engine_nvfp4_kernel": None,
     }
 
 
@@ -32,3 +33,9 @@ def test_van_log_shows_async_on():
 
 def test_empty_log_is_all_unknown():
     assert set(effective_config("").values()) == {None}
+
+
+def test_the_nvfp4_kernel_is_recorded_for_w4a4_cells():
+    hopper = "(Worker pid=9) INFO 11-30 [__init__.py:1196] Using MarlinNvFp4LinearKernel for NVFP4 GEMM"
+    assert effective_config(hopper)["engine_nvfp4_kernel"] == "MarlinNvFp4LinearKernel"
+    assert effective_config("no quantisation here")["engine_nvfp4_kernel"] is None
