@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 IGNORE = ["lm_head"]
 
 
-def calibration_texts(path: Path, tokenizer, n: int) -> list[str]:
+def calibration_texts(path: Path, tokenizer: Any, n: int) -> list[str]:
     """The first n prompts of a corpus JSONL, rendered with the model's chat template."""
     texts = []
     with path.open() as handle:
