@@ -13,8 +13,9 @@ a time) and keeps it only when the evidence says so:
                   and no equivalence verdict of the candidate is 'fail'
                   and, for MoE models, no corpus regresses beyond the band
 
-The K sweep is a choice, not a change: the K with the best score wins, except
-that a smaller K whose score is within the band of the best is preferred.
+The K sweep first chooses a K: the K with the best score wins, except that a
+smaller K whose score is within the band of the best is preferred. The chosen
+K is then a change like any other, kept only when it beats the incumbent.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import pandas as pd
 from analysis.drift import drift_band
 from analysis.stats import geometric_mean
 
-KEEP, REJECT, SKIP = "keep", "reject", "skip"
+KEEP, REJECT, SKIP, CHOSE = "keep", "reject", "skip", "chose"
 
 
 @dataclass
@@ -203,7 +204,7 @@ def choose_k(
     best_value = max(v for _, v, _ in scored)
     band, band_text = band_for(drift, {s for _, _, ss in scored for s in ss}, rules)
     chosen = next(k for k, v, _ in scored if v >= best_value * (1 - band))
-    decision.decision = KEEP
+    decision.decision = CHOSE
     decision.candidate_tok_per_s = next(v for k, v, _ in scored if k == chosen)
     decision.band = band
     top_k = next(k for k, v, _ in scored if v == best_value)

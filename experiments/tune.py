@@ -33,7 +33,7 @@ from rich.console import Console
 from analysis.drift import session_drift
 from analysis.load import anchor_runs, equivalence_table, measured_cells
 from analysis.medians import lever_medians
-from experiments.decide import KEEP, SKIP, Decision, LeverConfig, TuneRules, choose_k, decide_change
+from experiments.decide import CHOSE, KEEP, SKIP, Decision, LeverConfig, TuneRules, choose_k, decide_change
 from grid.catalog import load_spec
 from grid.cells import EngineSpec
 from grid.compose import CONF_DIR, compose_config
@@ -154,18 +154,22 @@ def procedure(t: Tune) -> LeverConfig:
         t.stage("kpad", "grid.levers=[bestkpad]", f"+grid.ks.bestkpad=[{cfg.kpad_k}]")
         best = t.change("kpad", best, t.uniform("bestkpad", cfg.kpad_k))
     if "best_k" in stages:
-        if best.lever == "van":
-            t.record(Decision("best_k", "K sweep", best.label, SKIP, "no drafting lever was kept"))
+        # Sweep the drafting lever the procedure has reached (K-pad, else suffix), kept or not
+        # at its first K: another K may beat the incumbent where that one did not.
+        lever = "bestkpad" if "kpad" in stages else "suffix" if "suffix" in stages else None
+        if lever is None:
+            t.record(Decision("best_k", "K sweep", best.label, SKIP, "no drafting lever in the stages"))
         else:
             ks = ",".join(str(k) for k in cfg.sweep_ks)
-            t.stage("best_k", f"grid.levers=[{best.lever}]", f"+grid.ks.{best.lever}=[{ks}]")
+            t.stage("best_k", f"grid.levers=[{lever}]", f"+grid.ks.{lever}=[{ks}]")
             medians, drift, _ = t.evidence()
-            chosen, decision = choose_k(best.lever, cfg.sweep_ks, cfg.corpora, medians, drift, cfg.rules,
+            chosen, decision = choose_k(lever, cfg.sweep_ks, cfg.corpora, medians, drift, cfg.rules,
                                         cfg.final_corpus)  # fmt: skip
-            decision.incumbent = best.label
             t.record(decision)
             if chosen is not None:
-                best = t.uniform(best.lever, chosen)
+                swept = t.uniform(lever, chosen)
+                if swept != best:
+                    best = t.change("best_k", best, swept)
     if "w4a4" in stages:
         if not t.model.quantized_variant:
             reason = (
@@ -210,7 +214,7 @@ def serve_command(t: Tune, final: LeverConfig) -> str:
 def write_outputs(t: Tune, final: LeverConfig) -> Path:
     out = project_path(t.cfg.out_dir) / t.model.name
     out.mkdir(parents=True, exist_ok=True)
-    best_k = next((d.per_corpus for d in t.decisions if d.stage == "best_k" and d.decision == KEEP), {})
+    best_k = next((d.per_corpus for d in t.decisions if d.stage == "best_k" and d.decision == CHOSE), {})
     (out / "final.yaml").write_text(
         yaml.safe_dump(
             {

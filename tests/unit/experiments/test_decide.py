@@ -3,7 +3,7 @@ import math
 import pandas as pd
 import pytest
 
-from experiments.decide import KEEP, REJECT, LeverConfig, TuneRules, choose_k, decide_change, score
+from experiments.decide import CHOSE, KEEP, REJECT, LeverConfig, TuneRules, choose_k, decide_change, score
 
 CORPORA = ["code_complete", "chat_bench"]
 RULES = TuneRules()
@@ -114,7 +114,7 @@ def test_best_k_prefers_the_smaller_k_within_the_band():
     chosen, d = choose_k(
         "bestkpad", [12, 4, 8, 6], CORPORA, medians(rows), drift([("A", 0.02, 100.0)]), RULES, "mix"
     )
-    assert chosen == 4  # 110 >= 112 x (1 - 2 %) = 109.76
+    assert chosen == 4 and d.decision == CHOSE  # 110 >= 112 x (1 - 2 %) = 109.76
     assert d.per_corpus == {"code_complete": 4, "chat_bench": 4}
     tight, _ = choose_k(
         "bestkpad", [4, 6, 8, 12], CORPORA, medians(rows), drift([("A", 0.001, 100.0)]), RULES, "mix"
