@@ -177,6 +177,8 @@ def decide_change(
     if decision.gain > threshold:
         decision.decision = KEEP
         decision.reason = f"{decision.gain:+.1%} beyond {band_text}"
+    elif decision.gain < -band:
+        decision.reason = f"{decision.gain:+.1%}: slower, beyond {band_text}"
     else:
         decision.reason = f"{decision.gain:+.1%} within {band_text}: not evidence of a gain"
     return decision

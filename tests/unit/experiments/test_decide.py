@@ -120,3 +120,13 @@ def test_best_k_prefers_the_smaller_k_within_the_band():
         "bestkpad", [4, 6, 8, 12], CORPORA, medians(rows), drift([("A", 0.001, 100.0)]), RULES, "mix"
     )
     assert tight == 8
+
+
+def test_a_loss_beyond_the_band_is_called_slower_not_within():
+    slow = medians(
+        [(c, "suffix", 8, 50.0, "A") for c in CORPORA] + [(c, "van", 0, 100.0, "A") for c in CORPORA]
+    )
+    d = decide_change(
+        "suffix", VAN, SUFFIX, slow, drift([("A", 0.02, 100.0)]), NO_VERDICTS, RULES, "mix", False
+    )
+    assert d.decision == REJECT and "slower, beyond drift band 2.0%" in d.reason
