@@ -130,12 +130,17 @@ def failed_gates(verdicts: pd.DataFrame, config: LeverConfig) -> list[str]:
 
 
 def gate_words(verdicts: pd.DataFrame, config: LeverConfig) -> str:
+    """The candidate's latest verdict per corpus, e.g. 'code_complete pass, chat_bench fail'."""
     if verdicts is None or verdicts.empty:
         return "no verdict"
-    rows = verdicts[verdicts["lever"] == config.lever]
-    if rows.empty:
-        return "no verdict"
-    return ", ".join(f"{r.corpus} {r.verdict}" for r in rows.itertuples())
+    words = []
+    for corpus, k in config.k_by_corpus:
+        rows = verdicts[
+            (verdicts["lever"] == config.lever) & (verdicts["k"] == k) & (verdicts["corpus"] == corpus)
+        ]
+        if len(rows):
+            words.append(f"{corpus} {rows.iloc[-1]['verdict']}")
+    return ", ".join(words) or "no verdict"
 
 
 def decide_change(

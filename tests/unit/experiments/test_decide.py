@@ -85,6 +85,7 @@ def test_a_failed_equivalence_gate_rejects_whatever_the_gain():
     d = decide_change("suffix", VAN, SUFFIX, FIGURES, DRIFT, verdicts, RULES, "mix", moe=False)
     assert d.decision == REJECT
     assert "gate failed (chat_bench: exact match 3/8)" in d.reason
+    assert d.gate == "chat_bench fail"
 
 
 def test_moe_models_reject_a_lever_that_slows_one_corpus_beyond_drift():
