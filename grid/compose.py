@@ -35,3 +35,16 @@ def compose_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR
         ) from exc
     OmegaConf.set_readonly(cfg, True)
     return cfg
+
+
+def pop_format(overrides: list[str]) -> tuple[str, list[str]]:
+    """Split a command's own `format=table|json` from the Hydra overrides (plan, corpus)."""
+    fmt, rest = "table", []
+    for item in overrides:
+        if item.startswith("format="):
+            fmt = item.split("=", 1)[1]
+        else:
+            rest.append(item)
+    if fmt not in ("table", "json"):
+        raise ConfigError(f"format must be table or json, got '{fmt}'")
+    return fmt, rest

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from grid.catalog import available, load_spec
-from grid.compose import compose_config
+from grid.compose import compose_config, pop_format
 from grid.errors import ConfigError
 from grid.paths import project_path
 from grid.schema import CorpusSpec
@@ -57,15 +57,7 @@ def describe(spec: CorpusSpec, data_dir: Path) -> dict[str, Any]:
 
 def corpus(overrides: list[str], console: Console | None = None) -> int:
     """Print the table, or JSON with `format=json` (like `plan`)."""
-    fmt = "table"
-    rest = []
-    for item in overrides:
-        if item.startswith("format="):
-            fmt = item.split("=", 1)[1]
-        else:
-            rest.append(item)
-    if fmt not in ("table", "json"):
-        raise ConfigError(f"format must be table or json, got '{fmt}'")
+    fmt, rest = pop_format(overrides)
     rows = corpus_rows(project_path(compose_config(rest).paths.data_dir))
     if fmt == "json":
         print(json.dumps(rows, indent=2))

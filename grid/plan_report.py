@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from grid.compose import compose_config
+from grid.compose import compose_config, pop_format
 from grid.cost import GroupCost, group_cost, launch_order
 from grid.expand import expand_all, to_config
 from grid.plan import group_by_engine
@@ -89,17 +89,7 @@ def render_plan(summary: dict[str, Any], console: Console) -> None:
 
 def plan(overrides: list[str], console: Console | None = None) -> int:
     console = console or Console()
-    fmt = "table"
-    rest = []
-    for item in overrides:
-        if item.startswith("format="):
-            fmt = item.split("=", 1)[1]
-        else:
-            rest.append(item)
-    if fmt not in ("table", "json"):
-        from grid.errors import ConfigError
-
-        raise ConfigError(f"format must be table or json, got '{fmt}'")
+    fmt, rest = pop_format(overrides)
     summary = plan_summary(rest)
     if fmt == "json":
         print(json.dumps(summary, indent=2))
