@@ -32,6 +32,8 @@ def test_two_real_engines_run_side_by_side(tmp_path):
             "load.warmup_requests=1",
             "load.concurrency=2",
             "load.max_tokens=32",
+            # Only the two launches under test: no drift-anchor launches before and after.
+            "grid.anchor.enabled=false",
         ],
         Console(file=open(os.devnull, "w")),  # noqa: SIM115
     )
