@@ -1,4 +1,4 @@
-"""Replay the recorded CPU tune (tests/fixtures/tune_store) through the decision logic.
+"""Replay the recorded CPU tune (tests/fixtures/tune_*.csv) through the decision logic.
 
 The store holds what `python -m experiments.tune model=tiny corpora=[code_complete,chat_bench]
 sweep_ks=[4,8]` measured on the CPU engine (docs/tune/tiny/decisions.md). Replaying runs no
@@ -7,10 +7,10 @@ recomputed here by hand from the raw rows (medians of VALID cells, the anchors' 
 """
 
 import math
-import shutil
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 from rich.console import Console
 
@@ -18,16 +18,33 @@ from experiments.decide import CHOSE, KEEP, REJECT, SKIP, TuneRules
 from experiments.tune import Tune, compose_tune, procedure
 from grid.catalog import load_spec
 from grid.schema import ModelSpec
+from store.atomic import write_parquet
+from store.layout import StoreLayout
 from store.read import connect
+from store.writer import write_ok_attempt
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "tune_store"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def rebuild_store(root: Path) -> None:
+    """The recorded tune's summary rows and verdicts (text fixtures) written back as a store."""
+    layout = StoreLayout(root)
+    cells = pd.read_csv(FIXTURES / "tune_cells.csv").astype(object)
+    cells = cells.where(cells.notna(), None)
+    for row in cells.to_dict("records"):
+        tags = {name: row.pop(name) for name in ("session_id", "cell_key", "attempt_id")}
+        write_ok_attempt(layout, tags, [], row)
+    verdicts = pd.read_csv(FIXTURES / "tune_equivalence.csv")
+    write_parquet(layout.equivalence_file("recorded"), pa.Table.from_pandas(verdicts, preserve_index=False))
+
+
 CORPORA = ["code_complete", "chat_bench"]
 
 
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory):
     store = tmp_path_factory.mktemp("tune") / "store"
-    shutil.copytree(FIXTURE, store)
+    rebuild_store(store)
     cfg = compose_tune(
         ["model=tiny", f'grid_overrides=["paths.store={store}"]', "sweep_ks=[4,8]", f"out_dir={store.parent}"]
     )
