@@ -35,6 +35,10 @@ def engine_identity(engine: EngineConfig) -> dict[str, Any]:
     fields = asdict(engine)
     for name in _ENGINE_FIELDS_NOT_IN_KEY:
         fields.pop(name)
+    # Only engines that set site-wide compilation settings carry the field,
+    # so every existing key stays as it was.
+    if not fields["compilation"]:
+        fields.pop("compilation")
     return fields
 
 

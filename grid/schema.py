@@ -130,6 +130,11 @@ class EngineConfig:
     start_timeout_s: float = 900.0
     stop_timeout_s: float = 30.0
     extra_args: list[str] = field(default_factory=list)
+    # Site-wide `--compilation-config` settings, merged under each lever's own
+    # (the lever wins on a clash), e.g. a fusion this cluster's interconnect
+    # cannot run (conf/experiment/gpu_validate.yaml turns off FlashInfer's
+    # all-reduce fusion, which needs NVSwitch multicast).
+    compilation: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

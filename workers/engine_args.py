@@ -6,6 +6,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grid.cells import EngineSpec
 
@@ -53,18 +54,31 @@ def speculative_config(spec: EngineSpec) -> dict | None:
     }
 
 
+def merged(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """`top` over `base`, nested dicts merged key by key (e.g. pass_config)."""
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def compilation_config(spec: EngineSpec) -> dict | None:
-    """The lever's compilation settings, with the CUDA-graph capture ceiling sized for K.
+    """The engine's and the lever's compilation settings, with the CUDA-graph capture ceiling sized for K.
 
     Under speculative decoding a decode step of `c` requests has (1+K) x c tokens;
     FULL graphs only cover batches up to max_cudagraph_capture_size (default
     min(max_num_seqs x (1+K) x 2, 512) on Hopper), so it is raised to at least that.
     Eager engines (the CPU default) capture nothing and get no compilation config.
     """
-    if not spec.lever.compilation or spec.engine.enforce_eager:
+    if spec.engine.enforce_eager:
         return None
-    compilation = dict(spec.lever.compilation)
-    if spec.k and "max_cudagraph_capture_size" not in compilation:
+    compilation = merged(spec.engine.compilation, spec.lever.compilation)
+    if not compilation:
+        return None
+    if spec.lever.compilation and spec.k and "max_cudagraph_capture_size" not in compilation:
         compilation["max_cudagraph_capture_size"] = (1 + spec.k) * spec.engine.cudagraph_concurrency
     return compilation
 

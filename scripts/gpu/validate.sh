@@ -2,7 +2,7 @@
 # On a lent H200 machine (device tool), after the chunks are stashed (scripts/gpu/README.md):
 #   bash scripts/gpu/validate.sh <part> [grid overrides...]
 # part `grid`: the gpu_validate experiment through the Ray scheduler (two GPUs: two engines at once);
-# part `tp2`: the Llama-8B-shaped dummy at TP=2, van and suffix;
+# part `tp2`: the Llama-8B-shaped dummy at TP=2 on code_complete, levers $TP2_LEVERS (default [van,suffix]);
 # part `crosscheck`: harness vs `vllm bench serve` on one engine.
 # Everything lands in $OUT (store tables, engine logs, timings).
 set -uo pipefail
@@ -16,7 +16,7 @@ start=$(date +%s)
 case $part in
   grid) timeout ${STEP_TIMEOUT_S:-470} python3 -m grid run experiment=gpu_validate paths.data_dir=.gpu/data paths.store=$store "$@" ;;
   tp2) timeout ${STEP_TIMEOUT_S:-470} python3 -m grid run experiment=gpu_validate paths.data_dir=.gpu/data paths.store=$store \
-         grid.models=[llama31_8b_shaped_tp2] grid.levers=[van,suffix] grid.corpora=[code_complete] "$@" ;;
+         grid.models=[llama31_8b_shaped_tp2] grid.levers=${TP2_LEVERS:-[van,suffix]} grid.corpora=[code_complete] "$@" ;;
   crosscheck) CROSSCHECK_OVERRIDES="experiment=gpu_validate paths.data_dir=.gpu/data grid.levers=[van] \
       grid.corpora=[code_complete] load.num_prompts=160 load.max_tokens=512 load.ignore_eos=true \
       load.token_ids=false $*" python3 -m benchmarks.crosscheck_engine | tee $OUT/crosscheck.txt ;;

@@ -51,3 +51,23 @@ def test_env_is_offline_with_caches_under_cache_dir():
     assert env["VLLM_CACHE_ROOT"] == "/c/vllm"
     assert env["PATH"] == "/bin"
     assert "VLLM_CPU_KVCACHE_SPACE" in env
+
+
+def test_engine_compilation_merges_under_the_levers():
+    site = "+engine.compilation={pass_config:{fuse_allreduce_rms:false},cudagraph_mode:PIECEWISE}"
+    by_lever = specs("engine=gpu", "grid.levers=[van,bestkpad]", site)
+    van = json.loads(flag_value(serve_argv(by_lever["van"], ENDPOINT, Path("/m")), "--compilation-config"))
+    assert van == {"pass_config": {"fuse_allreduce_rms": False}, "cudagraph_mode": "PIECEWISE"}
+    kpad_argv = serve_argv(by_lever["bestkpad"], ENDPOINT, Path("/m"))
+    kpad = json.loads(flag_value(kpad_argv, "--compilation-config"))
+    # The lever's FULL graphs win; the site's pass setting stays; capture covers (1+K) x concurrency.
+    spec = by_lever["bestkpad"]
+    assert kpad["cudagraph_mode"] == "FULL_AND_PIECEWISE"
+    assert kpad["pass_config"] == {"fuse_allreduce_rms": False}
+    assert kpad["max_cudagraph_capture_size"] == (1 + spec.k) * spec.engine.cudagraph_concurrency
+
+
+def test_site_compilation_changes_the_engine_key_and_empty_keeps_it():
+    plain = specs("engine=gpu")["van"]
+    assert specs("engine=gpu", "+engine.compilation={}")["van"].key == plain.key
+    assert specs("engine=gpu", "+engine.compilation={pass_config:{x:1}}")["van"].key != plain.key
