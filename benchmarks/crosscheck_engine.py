@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks import drive_vllm_bench
+from grid.cells import EngineSpec
 from grid.compose import compose_config
 from grid.expand import expand, to_config
 from grid.paths import project_path
@@ -26,7 +27,7 @@ from grid.plan import group_by_engine
 from grid.schema import LoadSpec
 from workers import metrics
 from workers.engine import Engine, new_endpoint
-from workers.engine_args import model_path, serve_argv, serve_env
+from workers.engine_args import model_path, resolve_model_path, serve_argv, serve_env, served_name
 from workers.load import Target, run_load, run_sync
 from workers.prompts import Prompt, load_corpus
 from workers.runner import engine_base_env
@@ -46,8 +47,10 @@ def harness_run(target: Target, prompts: list[Prompt], load: LoadSpec) -> float:
     return metrics.whole_run_output_tok_per_s(records)
 
 
-def bench_run(base_url: str, api_key: str, dataset: Path, tokenizer: str, load: LoadSpec, n: int) -> float:
-    extra = ["--model", "tiny", "--dataset-name", "custom", "--dataset-path", str(dataset),
+def bench_run(
+    base_url: str, api_key: str, model: str, dataset: Path, tokenizer: str, load: LoadSpec, n: int
+) -> float:
+    extra = ["--model", model, "--dataset-name", "custom", "--dataset-path", str(dataset),
              "--custom-output-len", str(load.max_tokens), "--skip-chat-template", "--disable-shuffle",
              "--temperature", "0"]  # fmt: skip
     argv = drive_vllm_bench.command(base_url, tokenizer, n, load.concurrency, extra)
@@ -57,6 +60,13 @@ def bench_run(base_url: str, api_key: str, dataset: Path, tokenizer: str, load: 
     # vllm bench's own figure: its 'Output token throughput (tok/s)' line.
     line = next(x for x in out.splitlines() if x.startswith("Output token throughput"))
     return float(line.split(":")[1])
+
+
+def tokenizer_path(spec: EngineSpec, models_dir: Path) -> str:
+    """The model's own tokenizer, or the stand-in its config names (dummy-weight models have none)."""
+    if spec.model.tokenizer:
+        return resolve_model_path(spec.model.tokenizer, models_dir)
+    return model_path(spec, models_dir)
 
 
 def main() -> None:
@@ -83,7 +93,7 @@ def main() -> None:
                 f"engine ready in {engine.ready_s:.0f} s; {len(prompts)} prompts, "
                 f"max_tokens {load.max_tokens}, concurrency {load.concurrency}"
             )
-            target = Target(endpoint.base_url, endpoint.api_key, "tiny", "completions")
+            target = Target(endpoint.base_url, endpoint.api_key, served_name(spec), "completions")
             harness_run(target, prompts[: load.concurrency], load)  # warm-up, not counted
             ratios = []
             for i in range(ROUNDS):
@@ -91,8 +101,9 @@ def main() -> None:
                 run_theirs = lambda: bench_run(  # noqa: E731
                     endpoint.base_url,
                     endpoint.api_key,
+                    served_name(spec),
                     dataset,
-                    model_path(spec, models_dir),
+                    tokenizer_path(spec, models_dir),
                     load,
                     len(prompts),
                 )
