@@ -40,6 +40,9 @@ class Comparison:
     n_exact: int
     # Character index where each differing pair first differs.
     first_divergence_chars: tuple[int, ...]
+    # Requests left out because both runs' text is empty: equal, but no evidence
+    # (dummy weights emit ids a stand-in tokenizer decodes to nothing).
+    n_both_empty: int = 0
 
     @property
     def exact_match_rate(self) -> float:
@@ -66,10 +69,11 @@ def first_divergence(a: str, b: str) -> int | None:
 
 def compare(reference: Mapping[int, str], candidate: Mapping[int, str]) -> Comparison:
     """Compare outputs request by request (keys: request index, the same prompt in both runs)."""
-    shared = sorted(set(reference) & set(candidate))
+    common = sorted(set(reference) & set(candidate))
+    shared = [i for i in common if reference[i] or candidate[i]]
     divergences = [first_divergence(reference[i], candidate[i]) for i in shared]
     differing = tuple(d for d in divergences if d is not None)
-    return Comparison(len(shared), len(shared) - len(differing), differing)
+    return Comparison(len(shared), len(shared) - len(differing), differing, len(common) - len(shared))
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,12 @@ class Verdict:
 
 def judge(lever: Comparison, floor: Comparison | None, cfg: EquivalenceConfig) -> Verdict:
     """PASS when the lever diverges from van no more than van diverges from itself (see module doc)."""
+    if lever.n_prompts == 0 and lever.n_both_empty:
+        return Verdict(
+            NO_REFERENCE,
+            f"all {lever.n_both_empty} outputs of both runs are empty text: nothing to compare "
+            "(a tokenizer that cannot decode the model's ids, e.g. dummy weights with a stand-in tokenizer)",
+        )
     if lever.n_prompts == 0:
         return Verdict(NO_REFERENCE, "no requests in common with a van run of the same prompts")
     rate = lever.exact_match_rate

@@ -65,3 +65,14 @@ def test_topk_agreement_and_kl_by_hand():
     kl0 = 0.5 * ln(0.5 / 0.25) + 0.5 * ln(0.5 / 0.75)
     kl1 = 0.9 * (ln(0.9) - (-20.0)) + 0.1 * (ln(0.1) - ln(0.9))
     assert kl_estimate(ref, cand) == pytest.approx((kl0 + kl1) / 2)
+
+
+def test_empty_outputs_are_no_evidence_of_equivalence():
+    # The H200 run of the 8B-shaped dummy: every output decoded to "" in both runs.
+    empty = compare({i: "" for i in range(160)}, {i: "" for i in range(160)})
+    assert (empty.n_prompts, empty.n_both_empty) == (0, 160)
+    verdict = judge(empty, None, CFG)
+    assert verdict.verdict == NO_REFERENCE and "empty text" in verdict.reason
+    # A non-empty candidate against an empty reference is a real difference.
+    one_side = compare({0: "", 1: "x"}, {0: "y", 1: "x"})
+    assert (one_side.n_prompts, one_side.n_exact, one_side.n_both_empty) == (2, 1, 0)
