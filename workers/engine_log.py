@@ -15,6 +15,8 @@ VERSION = re.compile(r"Initializing a V1 LLM engine \(v([^)]+)\)")
 CUDAGRAPH_MODE = re.compile(r"cudagraph_mode'?[:=]\s*<?CUDAGraphMode\.(\w+)")
 CAPTURE_SIZES = re.compile(r"'cudagraph_capture_sizes': \[([^\]]*)\]")
 ASYNC_ON = re.compile(r"async_scheduling'?[:=]\s*True")
+# `--no-async-scheduling` shows only in the non-default args.
+ASYNC_OFF = re.compile(r"async_scheduling'?[:=]\s*False")
 ASYNC_DISABLED = re.compile(
     r"[Aa]sync scheduling (?:not supported|is disabled|will be disabled|is not compatible)"
 )
@@ -31,7 +33,7 @@ def effective_config(log_text: str) -> dict[str, Any]:
     mode = CUDAGRAPH_MODE.search(log_text)
     sizes = CAPTURE_SIZES.search(log_text)
     capture = [int(x) for x in sizes.group(1).split(",") if x.strip()] if sizes else []
-    if ASYNC_DISABLED.search(log_text):
+    if ASYNC_DISABLED.search(log_text) or ASYNC_OFF.search(log_text):
         async_scheduling: bool | None = False
     elif ASYNC_ON.search(log_text):
         async_scheduling = True

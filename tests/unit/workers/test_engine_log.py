@@ -31,6 +31,12 @@ def test_van_log_shows_async_on():
     assert cfg["engine_cudagraph_mode"] is None
 
 
+def test_van_noasync_log_shows_async_off():
+    # vLLM 0.26 on the H200: the flag appears only among the non-default args.
+    log = "(APIServer pid=1) INFO [api_utils.py:273] non-default args: {'async_scheduling': False, 'x': 1}"
+    assert effective_config(log)["engine_async_scheduling"] is False
+
+
 def test_empty_log_is_all_unknown():
     assert set(effective_config("").values()) == {None}
 
