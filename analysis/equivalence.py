@@ -14,18 +14,22 @@ and with no second van run to measure the floor from, it asks for
 exact_match_rate >= min_exact_match_without_floor (1.0 by default: float32 on
 CPU is deterministic, so a lossless lever must match every output there).
 
-Levers that change outputs on purpose (W4A4) cannot be judged by exact match;
-for them, where both runs returned top-k logprobs, the gate also reports the
-share of positions whose greedy token is in the other's top k and a KL
-estimate over the shared top-k support (kl_estimate).
+Levers that change outputs on purpose (W4A4) cannot be judged by exact match.
+For them the gate uses a logprob probe (workers/probe.py): after its measured
+requests each cell scores the same corpus text with `prompt_logprobs`, so both
+runs' next-token distributions are read at identical contexts, and the gate
+asks for a share of positions whose top token is in the other's top k
+(topk_agreement) and a KL estimate over the reference's top k (kl_estimate)
+within thresholds (judge_distribution). Lossless levers report both as well.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from grid.schema import EquivalenceConfig
 
@@ -107,14 +111,16 @@ def judge(lever: Comparison, floor: Comparison | None, cfg: EquivalenceConfig) -
     )
 
 
-TopLogprobs = Sequence[Mapping[str, float]]
+# Per position: token -> logprob for the run's top k tokens (token ids or strings).
+TopLogprobs = Sequence[Mapping[Hashable, float]]
 
 
 def topk_agreement(reference: TopLogprobs, candidate: TopLogprobs) -> float:
     """Share of positions where each run's most likely token is in the other run's top k.
 
     Positions are compared up to the shorter sequence; the caller passes only
-    positions before the outputs diverge (after it the contexts differ).
+    positions with the same context in both runs (the probe scores the same
+    prompt text in both, workers/probe.py).
     """
     n = min(len(reference), len(candidate))
     if n == 0:
@@ -126,21 +132,66 @@ def topk_agreement(reference: TopLogprobs, candidate: TopLogprobs) -> float:
 
 
 def kl_estimate(reference: TopLogprobs, candidate: TopLogprobs, floor_logprob: float = -20.0) -> float:
-    """Mean over positions of KL(ref || cand) on the reference's top-k tokens.
+    """Mean over positions of KL(ref || cand) restricted to the reference's top-k tokens S.
 
-        KL_t = sum over v in topk_ref(t) of p_ref(v) * (log p_ref(v) - log p_cand(v)),
+        KL_t = sum over v in S of p(v) * (log p(v) - log q(v)),
 
-    with p_ref renormalised over its top k, and log p_cand(v) = floor_logprob
-    where v is missing from the candidate's top k. An estimate (the tails are
-    unseen), good for comparing levers with each other and with van's own runs.
+    with p and q each renormalised over S, and log q(v) = floor_logprob where v
+    is missing from the candidate's top k. Identical runs give exactly 0 however
+    little mass the top k holds. An estimate (the tails are unseen), good for
+    comparing levers with each other and with van's own runs.
     """
     n = min(len(reference), len(candidate))
     if n == 0:
         return math.nan
     total = 0.0
     for ref, cand in zip(reference[:n], candidate[:n], strict=True):
-        norm = math.log(sum(math.exp(lp) for lp in ref.values()))
+        cand_on_s = {token: cand.get(token, floor_logprob) for token in ref}
+        p_norm = _logsumexp(ref.values())
+        q_norm = _logsumexp(cand_on_s.values())
         total += sum(
-            math.exp(lp - norm) * (lp - norm - cand.get(token, floor_logprob)) for token, lp in ref.items()
+            math.exp(lp - p_norm) * ((lp - p_norm) - (cand_on_s[token] - q_norm)) for token, lp in ref.items()
         )
     return total / n
+
+
+def _logsumexp(values: Iterable[float]) -> float:
+    values = list(values)
+    top = max(values)
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """How two runs' next-token distributions compare on the same probe text."""
+
+    n_positions: int
+    topk_agreement: float
+    kl_nats: float
+
+
+def compare_distributions(reference: Mapping[Any, Mapping[Hashable, float]],
+                          candidate: Mapping[Any, Mapping[Hashable, float]]) -> Distribution:  # fmt: skip
+    """Align two probes by position key ((prompt_id, position)) and compare where both scored."""
+    shared = sorted(set(reference) & set(candidate))
+    ref = [reference[key] for key in shared]
+    cand = [candidate[key] for key in shared]
+    return Distribution(len(shared), topk_agreement(ref, cand), kl_estimate(ref, cand))
+
+
+def judge_distribution(lever: Distribution | None, cfg: EquivalenceConfig) -> Verdict:
+    """For levers that change outputs on purpose (quantised weights): top-k agreement and KL thresholds."""
+    if lever is None or lever.n_positions == 0:
+        return Verdict(
+            NO_REFERENCE,
+            "no logprob probe of this lever and van on the same text (gates.equivalence.probe_prompts)",
+        )
+    agree_ok = lever.topk_agreement >= cfg.min_topk_agreement
+    kl_ok = lever.kl_nats <= cfg.max_kl_nats
+    return Verdict(
+        PASS if agree_ok and kl_ok else FAIL,
+        f"top-{cfg.probe_top_k} agreement {lever.topk_agreement:.3f} "
+        f"({'>=' if agree_ok else '<'} {cfg.min_topk_agreement}), "
+        f"KL {lever.kl_nats:.4f} nats ({'<=' if kl_ok else '>'} {cfg.max_kl_nats}) "
+        f"over {lever.n_positions} positions",
+    )

@@ -11,7 +11,8 @@ Score of a lever for a model:
 Final lever = the highest score; speedup_vs_van = final score / van score (in the
 fallback this equals the geometric mean over corpora of the per-corpus ratios).
 A lever whose output-equivalence verdict is 'fail' on any corpus (latest verdict
-per corpus) cannot be final. Over models: geometric mean of speedup_vs_van.
+per corpus) cannot be final, nor can a lever that changes outputs on purpose
+(W4A4) without a 'pass'. Over models: geometric mean of speedup_vs_van.
 """
 
 from __future__ import annotations
@@ -47,11 +48,16 @@ def lever_label(lever: str, k: object) -> str:
 
 
 def failed_equivalence(equivalence: pd.DataFrame | None) -> set[tuple[str, str, int]]:
-    """(model, lever, k) whose latest verdict (by session id) on some corpus is 'fail'."""
+    """(model, lever, k) whose latest verdict (by session id) on some corpus is 'fail'.
+
+    For levers that change outputs on purpose (`changes_outputs`), anything but
+    'pass' counts: no logprob probe is no evidence that the outputs are fine.
+    """
     if equivalence is None or equivalence.empty:
         return set()
     latest = equivalence.sort_values("session_id").groupby(["model", "corpus", "lever", "k"]).tail(1)
-    failed = latest[latest["verdict"] == "fail"]
+    lossy = latest.get("changes_outputs", pd.Series(False, index=latest.index)).fillna(False).astype(bool)
+    failed = latest[(latest["verdict"] == "fail") | (lossy & (latest["verdict"] != "pass"))]
     return {(m, lv, int(k)) for m, lv, k in failed[["model", "lever", "k"]].itertuples(index=False)}
 
 

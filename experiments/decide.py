@@ -11,6 +11,7 @@ a time) and keeps it only when the evidence says so:
                   (rules.unknown_drift_band when a session has no anchor runs)
   keep          iff gain > max(band, rules.min_gain)
                   and no equivalence verdict of the candidate is 'fail'
+                  (for rules.must_pass_levers, such as w4a4: every verdict is 'pass')
                   and, for MoE models, no corpus regresses beyond the band
 
 The K sweep first chooses a K: the K with the best score wins, except that a
@@ -43,6 +44,9 @@ class TuneRules:
     unknown_drift_band: float = 0.05
     # Levers whose output-equivalence verdict failed are never kept.
     require_equivalence: bool = True
+    # Levers that change outputs on purpose need a 'pass' on every corpus, not
+    # merely no 'fail': a missing logprob probe (no_reference) does not clear them.
+    must_pass_levers: list[str] = field(default_factory=lambda: ["w4a4"])
     # MoE models: a change that slows any corpus beyond drift is rejected.
     moe_regression_check: bool = True
 
@@ -115,17 +119,23 @@ def band_for(drift: pd.DataFrame, sessions: set[str], rules: TuneRules) -> tuple
     return band, f"drift band {band:.1%}"
 
 
-def failed_gates(verdicts: pd.DataFrame, config: LeverConfig) -> list[str]:
-    """Corpora where the candidate's latest equivalence verdict is 'fail', with the reason."""
-    if verdicts is None or verdicts.empty:
-        return []
+def failed_gates(verdicts: pd.DataFrame, config: LeverConfig, must_pass: bool = False) -> list[str]:
+    """Corpora where the candidate's latest equivalence verdict is 'fail', with the reason.
+
+    With must_pass, any verdict but 'pass' (or none at all) counts as failed.
+    """
     failed = []
     for corpus, k in config.k_by_corpus:
-        rows = verdicts[
+        rows = pd.DataFrame() if verdicts is None or verdicts.empty else verdicts[
             (verdicts["lever"] == config.lever) & (verdicts["k"] == k) & (verdicts["corpus"] == corpus)
-        ]
-        if len(rows) and rows.iloc[-1]["verdict"] == "fail":
-            failed.append(f"{corpus}: {rows.iloc[-1]['reason']}")
+        ]  # fmt: skip
+        latest = rows.iloc[-1] if len(rows) else None
+        if latest is not None and latest["verdict"] == "fail":
+            failed.append(f"{corpus}: {latest['reason']}")
+        elif must_pass and latest is None:
+            failed.append(f"{corpus}: no verdict, and {config.lever} must pass the gate")
+        elif must_pass and latest["verdict"] != "pass":
+            failed.append(f"{corpus}: {latest['verdict']}, and {config.lever} must pass ({latest['reason']})")
     return failed
 
 
@@ -171,7 +181,8 @@ def decide_change(
         if a is not None and b is not None:
             decision.per_corpus[corpus] = float(a["median"]) / float(b["median"]) - 1
     threshold = max(band, rules.min_gain)
-    if rules.require_equivalence and (failed := failed_gates(verdicts, candidate)):
+    must_pass = candidate.lever in rules.must_pass_levers
+    if rules.require_equivalence and (failed := failed_gates(verdicts, candidate, must_pass)):
         decision.reason = "output-equivalence gate failed (" + "; ".join(failed) + ")"
         return decision
     if moe and rules.moe_regression_check:

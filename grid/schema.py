@@ -241,6 +241,17 @@ class EquivalenceConfig:
     max_exact_match_drop: float = 0.05
     # Without a second van run to measure the floor: the rate a lever needs.
     min_exact_match_without_floor: float = 1.0
+    # Logprob probe (workers/probe.py): after its measured requests, each cell
+    # scores the text of this many corpus prompts with top-k prompt logprobs
+    # (0: off). Not part of the measurement; it feeds the gate for quantised
+    # levers, which cannot match van token for token.
+    probe_prompts: int = 16
+    probe_top_k: int = 5
+    # Quantised levers pass when both hold against van on the probe text.
+    # Starting points, not yet calibrated on a real W4A4 checkpoint: compare
+    # with van against itself (noise_floor_kl_nats in the verdicts).
+    min_topk_agreement: float = 0.9
+    max_kl_nats: float = 0.1
 
 
 @dataclass

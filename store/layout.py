@@ -2,6 +2,7 @@
 
   <root>/cells/<cell_key>/<attempt_id>/requests.parquet   per-request rows
   <root>/cells/<cell_key>/<attempt_id>/summary.parquet    one row: the cell's figures
+  <root>/cells/<cell_key>/<attempt_id>/probe.parquet      top-k prompt logprobs (workers/probe.py), if probed
   <root>/cells/<cell_key>/<attempt_id>/manifest.json      written last: status ok|failed
   <root>/sessions/<session_id>.json                      environment fingerprint
   <root>/logs/<session_id>/<engine_key>.log              engine logs
@@ -21,6 +22,7 @@ SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 REQUESTS = "requests.parquet"
 SUMMARY = "summary.parquet"
+PROBE = "probe.parquet"
 
 
 @dataclass(frozen=True)

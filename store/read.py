@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from store.layout import REQUESTS, SUMMARY, StoreLayout
+from store.layout import PROBE, REQUESTS, SUMMARY, StoreLayout
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ def attempts(root: Path) -> tuple[list[Attempt], list[str]]:
 
 def unreadable(attempt: Attempt) -> str | None:
     """None if the attempt's Parquet files open; else what is wrong with them."""
-    for name in (REQUESTS, SUMMARY):
-        path = attempt.folder / name
+    probe = attempt.folder / PROBE
+    for path in [attempt.folder / REQUESTS, attempt.folder / SUMMARY, *([probe] if probe.exists() else [])]:
         try:
             pq.read_metadata(path)
         except (OSError, ValueError) as exc:
@@ -98,6 +98,7 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
     requests     per-request rows of ok attempts
     cells        one summary row per ok attempt (anchor runs included: column `anchor`)
     sessions     one row per session fingerprint (<root>/sessions/*.json)
+    probes       top-k prompt logprobs of ok attempts that ran the probe (workers/probe.py)
     equivalence  output-equivalence verdicts (<root>/equivalence/*.parquet), when any exist
 
     A view exists only when it has at least one file; `has_view` says which do.
@@ -108,6 +109,8 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
     good, _ = ok_attempts(root)
     for view, name in (("requests", REQUESTS), ("cells", SUMMARY)):
         _create_view(con, view, "read_parquet", [str(a.folder / name) for a in good])
+    probes = [str(a.folder / PROBE) for a in good if (a.folder / PROBE).exists()]
+    _create_view(con, "probes", "read_parquet", probes)
     sessions = sorted(str(p) for p in layout.sessions_dir().glob("*.json"))
     _create_view(con, "sessions", "read_json_auto", sessions)
     verdicts = sorted(str(p) for p in layout.equivalence_dir().glob("*.parquet"))

@@ -11,8 +11,9 @@ from typing import Any
 import pyarrow as pa
 
 from store.atomic import write_json, write_parquet
-from store.layout import MANIFEST, REQUESTS, SCHEMA_VERSION, SUMMARY, StoreLayout
+from store.layout import MANIFEST, PROBE, REQUESTS, SCHEMA_VERSION, SUMMARY, StoreLayout
 from workers.load import RequestRecord
+from workers.probe import ProbeRow
 
 REQUEST_SCHEMA = pa.schema(
     [
@@ -39,6 +40,20 @@ REQUEST_SCHEMA = pa.schema(
 )
 
 
+PROBE_SCHEMA = pa.schema(
+    [
+        ("schema_version", pa.int32()),
+        ("session_id", pa.string()),
+        ("cell_key", pa.string()),
+        ("attempt_id", pa.string()),
+        ("prompt_id", pa.string()),
+        ("position", pa.int32()),
+        ("token_ids", pa.list_(pa.int32())),
+        ("logprobs", pa.list_(pa.float32())),
+    ]
+)
+
+
 def utc_now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
@@ -52,23 +67,33 @@ def summary_table(summary: dict[str, Any]) -> pa.Table:
     return pa.Table.from_pylist([{"schema_version": SCHEMA_VERSION, **summary}])
 
 
+def probe_table(rows: Sequence[ProbeRow], tags: dict[str, Any]) -> pa.Table:
+    data = [{**tags, "schema_version": SCHEMA_VERSION, **dataclasses.asdict(r)} for r in rows]
+    return pa.Table.from_pylist(data, schema=PROBE_SCHEMA)
+
+
 def write_ok_attempt(
     layout: StoreLayout,
     tags: dict[str, Any],
     records: Sequence[RequestRecord],
     summary: dict[str, Any],
+    probe: Sequence[ProbeRow] = (),
 ) -> Path:
     """Store a finished attempt; `tags` holds session_id, cell_key and attempt_id."""
     folder = layout.attempt_dir(tags["cell_key"], tags["attempt_id"])
     write_parquet(folder / REQUESTS, requests_table(records, tags))
     write_parquet(folder / SUMMARY, summary_table({**tags, **summary}))
+    files = [REQUESTS, SUMMARY]
+    if probe:
+        write_parquet(folder / PROBE, probe_table(probe, tags))
+        files.append(PROBE)
     write_json(
         folder / MANIFEST,
         {
             **tags,
             "status": "ok",
             "schema_version": SCHEMA_VERSION,
-            "files": [REQUESTS, SUMMARY],
+            "files": files,
             "written_at": utc_now(),
         },
     )
@@ -78,7 +103,7 @@ def write_ok_attempt(
 def write_failed_attempt(layout: StoreLayout, tags: dict[str, Any], error: str, log_tail: str) -> Path:
     """Record a failed attempt: a manifest only, so no partial rows are ever read as results."""
     folder = layout.attempt_dir(tags["cell_key"], tags["attempt_id"])
-    for name in (REQUESTS, SUMMARY):
+    for name in (REQUESTS, SUMMARY, PROBE):
         (folder / name).unlink(missing_ok=True)
     write_json(
         folder / MANIFEST,

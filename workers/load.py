@@ -73,12 +73,15 @@ def request_body(target: Target, prompt: Prompt, load: LoadSpec) -> dict[str, An
     if target.endpoint == "chat":
         body["messages"] = list(prompt.messages or [{"role": "user", "content": prompt.prompt or ""}])
     else:
-        body["prompt"] = prompt.prompt if prompt.prompt is not None else _flatten(prompt.messages)
+        body["prompt"] = prompt_text(prompt)
     return body
 
 
-def _flatten(messages: tuple[dict[str, str], ...] | None) -> str:
-    return "\n\n".join(m["content"] for m in messages or ())
+def prompt_text(prompt: Prompt) -> str:
+    """The prompt as one text: the raw prompt, or the chat messages' contents joined."""
+    if prompt.prompt is not None:
+        return prompt.prompt
+    return "\n\n".join(m["content"] for m in prompt.messages or ())
 
 
 def endpoint_path(target: Target) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 from grid.cells import Cell, EngineSpec
 from grid.errors import EngineError
 from grid.plan import EngineGroup
-from grid.schema import GateConfig
+from grid.schema import EquivalenceConfig, GateConfig
 from store.layout import StoreLayout
 from store.writer import write_failed_attempt, write_ok_attempt
 from workers import cudagraph_log, metrics, windows
@@ -31,7 +31,8 @@ from workers.engine_log import read_effective_config
 from workers.gates import GateInputs, evaluate
 from workers.gpu_telemetry import GpuSampler
 from workers.load import LoopLag, RequestRecord, Target, run_load, run_measured, run_sync
-from workers.prompts import read_corpus, schedule
+from workers.probe import ProbeError, ProbeRow, run_probe
+from workers.prompts import Prompt, read_corpus, schedule
 
 
 @dataclass(frozen=True)
@@ -147,8 +148,10 @@ def summarize(
     return {**figures, **verdict}
 
 
-def run_cell(cell: Cell, engine: Engine, ctx: RunContext) -> tuple[list[RequestRecord], dict[str, Any]]:
-    """Warm up, then measure one cell on a running engine."""
+def run_cell(
+    cell: Cell, engine: Engine, ctx: RunContext
+) -> tuple[list[RequestRecord], dict[str, Any], list[ProbeRow]]:
+    """Warm up, measure one cell on a running engine, then run the logprob probe."""
     corpus = read_corpus(ctx.data_dir / cell.corpus.path, cell.corpus.format, cell.corpus.skip_bad_rows)
     plan = schedule(corpus.prompts, cell.load.warmup_requests, cell.load.num_prompts, cell.load.seed)
     endpoint = engine.endpoint
@@ -169,7 +172,27 @@ def run_cell(cell: Cell, engine: Engine, ctx: RunContext) -> tuple[list[RequestR
     summary["corpus_skip_reasons"] = "; ".join(corpus.skip_reasons) or None
     summary.update(gpu.columns(summary["output_tokens"]))
     summary.update(cudagraph_log.columns_since(engine.log_path, log_offset))
-    return records, summary
+    probe, probe_columns = run_cell_probe(target, corpus.prompts, ctx.gates.equivalence)
+    summary.update(probe_columns)
+    return records, summary, probe
+
+
+def run_cell_probe(
+    target: Target, prompts: list[Prompt], cfg: EquivalenceConfig
+) -> tuple[list[ProbeRow], dict[str, Any]]:
+    """The logprob probe on the corpus's first prompts, after the measurement (workers/probe.py).
+
+    A probe that fails leaves the measurement standing: the error is a column,
+    and the equivalence gate then has no distribution to judge.
+    """
+    if cfg.probe_prompts <= 0:
+        return [], {"probe_prompts": 0, "probe_positions": 0, "probe_error": None}
+    chosen = prompts[: cfg.probe_prompts]
+    try:
+        rows = run_probe(target.base_url, target.api_key, target.model, chosen, cfg.probe_top_k)
+    except ProbeError as exc:
+        return [], {"probe_prompts": 0, "probe_positions": 0, "probe_error": str(exc)[:500]}
+    return rows, {"probe_prompts": len(chosen), "probe_positions": len(rows), "probe_error": None}
 
 
 def missing_plugin(spec: EngineSpec, log_path: Path) -> str | None:
@@ -243,13 +266,13 @@ def _run_and_store(
     attempt_id = new_attempt_id(ctx.session_id)
     tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
     try:
-        records, summary = run_cell(cell, engine, ctx)
+        records, summary, probe = run_cell(cell, engine, ctx)
         if not engine.alive():
             raise EngineError(f"engine exited during the cell; see {engine.log_path}")
         summary.update(cell.as_record(), engine_ready_s=ready_s, engine_version=version, **placement(ctx))
         summary.update(history)
         summary.update(read_effective_config(engine.log_path))
-        write_ok_attempt(layout, tags, records, summary)
+        write_ok_attempt(layout, tags, records, summary, probe)
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
         detail = error + "\n" + traceback.format_exc(limit=3)

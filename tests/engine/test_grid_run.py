@@ -124,6 +124,22 @@ def test_suffix_says_exactly_what_van_says_in_float32(store):
     assert "equivalence pass tiny/suffix-k8/code_complete" in output
 
 
+def test_the_probe_scores_the_same_text_identically_on_van_and_suffix(store):
+    root, _, _ = store
+    con = connect(root)
+    cells = con.execute("select cell_key, lever, probe_prompts, probe_positions, probe_error from cells").df()
+    assert (cells["probe_prompts"] == 8).all() and cells["probe_error"].isna().all(), cells
+    probes = con.execute("select cell_key, prompt_id, position, token_ids, logprobs from probes").df()
+    per_cell = probes.groupby("cell_key").size()
+    assert per_cell.to_dict() == cells.set_index("cell_key")["probe_positions"].to_dict()
+    assert probes["token_ids"].map(len).eq(5).all()
+    assert probes["logprobs"].map(lambda lps: list(lps) == sorted(lps, reverse=True)).all()
+    verdicts = con.execute("select * from equivalence").df()
+    suffix = verdicts[verdicts["lever"] == "suffix"]
+    assert (suffix["topk_agreement"] == 1.0).all(), suffix
+    assert (suffix["kl_nats"] < 1e-3).all(), suffix["kl_nats"].tolist()
+
+
 @pytest.fixture(scope="module")
 def perturbed(store, tmp_path_factory):
     """The same store plus van at temperature 1: a lever that changes outputs on purpose."""
@@ -140,3 +156,5 @@ def test_the_gate_fails_a_lever_that_changes_outputs(perturbed):
     assert len(hot) == 1, verdicts
     assert hot["verdict"].iloc[0] == "fail", hot["reason"].iloc[0]
     assert hot["exact_match_rate"].iloc[0] < 0.5
+    # Sampling changed the outputs, not the model: the probe's distributions still agree.
+    assert hot["kl_nats"].iloc[0] < 1e-3 and hot["topk_agreement"].iloc[0] == 1.0

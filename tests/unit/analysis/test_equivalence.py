@@ -7,8 +7,10 @@ from analysis.equivalence import (
     NO_REFERENCE,
     PASS,
     compare,
+    compare_distributions,
     first_divergence,
     judge,
+    judge_distribution,
     kl_estimate,
     topk_agreement,
 )
@@ -63,8 +65,35 @@ def test_topk_agreement_and_kl_by_hand():
     # Position 0: both tops ("a" or "b") are in the other's top k; position 1: "c" is not in cand.
     assert topk_agreement(ref, cand) == 0.5
     kl0 = 0.5 * ln(0.5 / 0.25) + 0.5 * ln(0.5 / 0.75)
-    kl1 = 0.9 * (ln(0.9) - (-20.0)) + 0.1 * (ln(0.1) - ln(0.9))
+    # Position 1 on S = {c, d}: "c" takes the floor e^-20, then q is renormalised over S.
+    q_c, q_d = math.exp(-20.0) / (math.exp(-20.0) + 0.9), 0.9 / (math.exp(-20.0) + 0.9)
+    kl1 = 0.9 * ln(0.9 / q_c) + 0.1 * ln(0.1 / q_d)
     assert kl_estimate(ref, cand) == pytest.approx((kl0 + kl1) / 2)
+
+
+def test_kl_of_identical_runs_is_zero_when_the_top_k_holds_little_mass():
+    ln = math.log
+    ref = [{1: ln(0.2), 2: ln(0.1)}, {3: ln(0.05), 4: ln(0.01)}]
+    assert kl_estimate(ref, ref) == pytest.approx(0.0, abs=1e-12)
+    shifted = [{1: ln(0.1), 2: ln(0.2)}, {3: ln(0.05), 4: ln(0.01)}]
+    p, q = (2 / 3, 1 / 3), (1 / 3, 2 / 3)
+    kl0 = sum(a * ln(a / b) for a, b in zip(p, q, strict=True))
+    assert kl_estimate(ref, shifted) == pytest.approx(kl0 / 2)  # position 1 is identical
+
+
+def test_distribution_verdict_for_quantised_levers():
+    ln = math.log
+    van = {("p0", 1): {1: ln(0.6), 2: ln(0.3)}, ("p0", 2): {5: ln(0.9), 6: ln(0.05)}}
+    close = {("p0", 1): {1: ln(0.55), 2: ln(0.35)}, ("p0", 2): {5: ln(0.85), 6: ln(0.1)}, ("p1", 1): {9: 0.0}}
+    far = {("p0", 1): {7: ln(0.9), 8: ln(0.05)}, ("p0", 2): {6: ln(0.9), 5: ln(0.05)}}
+    cfg = EquivalenceConfig(min_topk_agreement=0.9, max_kl_nats=0.1)
+    near = compare_distributions(van, close)
+    assert near.n_positions == 2 and near.topk_agreement == 1.0 and near.kl_nats < 0.02
+    assert judge_distribution(near, cfg).verdict == PASS
+    verdict = judge_distribution(compare_distributions(van, far), cfg)
+    # Position 1: disjoint top k; position 2: both tops (5, 6) are in the other's top k.
+    assert verdict.verdict == FAIL and "agreement 0.500" in verdict.reason
+    assert judge_distribution(None, cfg).verdict == NO_REFERENCE
 
 
 def test_empty_outputs_are_no_evidence_of_equivalence():

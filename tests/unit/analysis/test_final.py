@@ -83,3 +83,17 @@ def test_a_lever_that_failed_equivalence_cannot_be_final():
     later_pass = pd.concat([verdicts, verdicts.assign(session_id="s2", verdict="pass")])
     row = final_levers(PER_LEVER, DRIFT, equivalence=later_pass).set_index("model").loc["a"]
     assert row["final_label"] == "bestkpad K=8"  # the latest verdict counts
+
+
+def test_a_lever_that_changes_outputs_needs_a_pass_to_be_final():
+    per = rows("c", {("chat", "van", 0): 100.0, ("chat", "w4a4", 0): 300.0})
+    unprobed = pd.DataFrame(
+        [{"session_id": "s1", "model": "c", "corpus": "chat", "lever": "w4a4", "k": 0,
+          "verdict": "no_reference", "changes_outputs": True}]
+    )  # fmt: skip
+    assert final_levers(per, DRIFT, equivalence=unprobed).iloc[0]["final_lever"] == "van"
+    passed = unprobed.assign(verdict="pass")
+    assert final_levers(per, DRIFT, equivalence=passed).iloc[0]["final_lever"] == "w4a4"
+    # Verdict files from before the column existed: no_reference does not exclude.
+    old = unprobed.drop(columns="changes_outputs")
+    assert final_levers(per, DRIFT, equivalence=old).iloc[0]["final_lever"] == "w4a4"

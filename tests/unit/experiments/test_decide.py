@@ -88,6 +88,31 @@ def test_a_failed_equivalence_gate_rejects_whatever_the_gain():
     assert d.gate == "chat_bench fail"
 
 
+def test_w4a4_must_pass_the_gate_on_every_corpus_not_merely_not_fail():
+    w4a4 = LeverConfig.uniform("w4a4", 0, CORPORA)
+    figures = pd.concat(
+        [FIGURES, medians([("code_complete", "w4a4", 0, 130.0, "D"), ("chat_bench", "w4a4", 0, 130.0, "D")])]
+    )
+    drift_d = pd.concat([DRIFT, drift([("D", 0.01, 100.0)])])
+
+    def decide(rows):
+        verdicts = pd.DataFrame(rows, columns=["lever", "k", "corpus", "verdict", "reason"])
+        return decide_change("w4a4", VAN, w4a4, figures, drift_d, verdicts, RULES, "mix", moe=False)
+
+    unprobed = ("w4a4", 0, "chat_bench", "no_reference", "no logprob probe")
+    passed = [("w4a4", 0, c, "pass", "KL 0.01") for c in CORPORA]
+    assert decide(passed).decision == KEEP  # +30 %, both corpora pass
+    missing = decide(passed[:1])
+    assert missing.decision == REJECT and "chat_bench: no verdict, and w4a4 must pass" in missing.reason
+    unsure = decide([passed[0], unprobed])
+    assert unsure.decision == REJECT and "chat_bench: no_reference, and w4a4 must pass" in unsure.reason
+    # A lossless lever with no verdict is not held back (its gate did not fail).
+    assert (
+        decide_change("suffix", VAN, SUFFIX, FIGURES, DRIFT, NO_VERDICTS, RULES, "mix", moe=False).decision
+        == KEEP
+    )
+
+
 def test_moe_models_reject_a_lever_that_slows_one_corpus_beyond_drift():
     figures = medians([*FIGURES[["corpus", "lever", "k", "median"]].assign(s="A").itertuples(index=False)])
     suffix = figures["lever"] == "suffix"

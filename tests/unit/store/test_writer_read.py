@@ -1,9 +1,12 @@
+import json
+
 import pandas as pd
 
 from store.layout import StoreLayout
-from store.read import attempts, connect
+from store.read import attempts, connect, ok_attempts
 from store.writer import write_failed_attempt, write_ok_attempt
 from workers.load import RequestRecord
+from workers.probe import ProbeRow
 
 
 def records(n):
@@ -57,3 +60,25 @@ def test_corrupt_manifest_is_reported_not_fatal(tmp_path):
     found, problems = attempts(tmp_path)
     assert [a.cell_key for a in found] == ["c1"]
     assert len(problems) == 1 and "unreadable manifest" in problems[0]
+
+
+def test_probe_rows_are_a_view_only_for_attempts_that_ran_the_probe(tmp_path):
+    layout = StoreLayout(tmp_path)
+    probe = [ProbeRow("p0", 1, [5, 6], [-0.5, -1.5]), ProbeRow("p0", 2, [7, 8], [-0.2, -2.0])]
+    write_ok_attempt(layout, tags("c1", "a1"), records(1), {"x": 1}, probe)
+    write_ok_attempt(layout, tags("c2", "a2"), records(1), {"x": 2})
+    manifest = json.loads((layout.attempt_dir("c1", "a1") / "manifest.json").read_text())
+    assert manifest["files"] == ["requests.parquet", "summary.parquet", "probe.parquet"]
+    rows = connect(tmp_path).execute("SELECT cell_key, position, token_ids, logprobs FROM probes").fetchall()
+    assert rows == [("c1", 1, [5, 6], [-0.5, -1.5]), ("c1", 2, [7, 8], [-0.20000000298023224, -2.0])]
+    # A failed retry of the same folder leaves no probe rows behind.
+    write_failed_attempt(layout, tags("c1", "a1"), "boom", "tail")
+    assert not (layout.attempt_dir("c1", "a1") / "probe.parquet").exists()
+
+
+def test_an_unreadable_probe_file_drops_its_attempt(tmp_path):
+    layout = StoreLayout(tmp_path)
+    write_ok_attempt(layout, tags("c1", "a1"), records(1), {"x": 1}, [ProbeRow("p0", 1, [5], [-0.5])])
+    (layout.attempt_dir("c1", "a1") / "probe.parquet").write_bytes(b"not parquet")
+    good, problems = ok_attempts(tmp_path)
+    assert good == [] and "probe.parquet: unreadable" in problems[0]
