@@ -21,6 +21,10 @@ SpecT = TypeVar("SpecT", ModelSpec, LeverSpec, CorpusSpec)
 
 GROUPS: dict[type, str] = {ModelSpec: "model", LeverSpec: "lever", CorpusSpec: "corpus"}
 
+# `${csv:${dynamic_ks}}` in a spec file: a list as "4,6,12", so an environment
+# variable that a plugin reads is derived from the spec's own field, not typed twice.
+OmegaConf.register_new_resolver("csv", lambda values: ",".join(str(v) for v in values), replace=True)
+
 
 def available(group: str, conf_dir: Path = CONF_DIR) -> list[str]:
     """Names of the YAML files in conf/<group>/, sorted."""
