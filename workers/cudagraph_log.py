@@ -9,16 +9,24 @@ batches it ran since the last one:
 
 K-pad exists to turn PIECEWISE (or NONE) steps into FULL ones: uniform drafts
 make every decode step the same shape. Summing Count per Runtime Mode over the
-tables logged during a cell gives its FULL share. The tables are logged per
-interval, so a cell's figures may include the tail of the interval it ended in.
+tables logged during a cell gives its FULL share.
+
+The tables come once per stats interval (VLLM_LOG_STATS_INTERVAL, 10 s) and
+only when steps ran, so a cell's steps would straddle its neighbours' tables.
+The runner therefore waits for a flush at both ends (wait_for_table): after
+warm-up, so warm-up steps land in a table before the cell's offset, and after
+the measured requests, so their last steps land before the cell's end offset.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
+# One stats interval (vLLM's default 10 s) and a margin for the table to be written.
+FLUSH_TIMEOUT_S = 13.0
 ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*([A-Z_]+)\s*\|\s*(\d+)\s*\|\s*$")
 
 
@@ -53,10 +61,33 @@ def log_size(log_path: Path) -> int:
     return log_path.stat().st_size if log_path.is_file() else 0
 
 
-def columns_since(log_path: Path, offset: int) -> dict[str, Any]:
-    """The columns for what the log gained after byte `offset` (one cell's share of a launch's log)."""
+def read_from(log_path: Path, offset: int, end: int | None = None) -> str:
     if not log_path.is_file():
-        return columns({})
+        return ""
     with log_path.open("rb") as handle:
         handle.seek(offset)
-        return columns(step_counts(handle.read().decode(errors="replace")))
+        data = handle.read() if end is None else handle.read(max(0, end - offset))
+    return data.decode(errors="replace")
+
+
+def wait_for_table(
+    log_path: Path, offset: int, timeout_s: float = FLUSH_TIMEOUT_S, poll_s: float = 0.25
+) -> int:
+    """Wait until a table row appears after byte `offset`; return the log's size then.
+
+    Returns the size at the timeout when none comes (no steps ran, or the
+    engine logs no tables). A short pause after the first row lets the rest of
+    the table be written.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if step_counts(read_from(log_path, offset)):
+            time.sleep(poll_s)
+            return log_size(log_path)
+        time.sleep(poll_s)
+    return log_size(log_path)
+
+
+def columns_since(log_path: Path, offset: int, end: int | None = None) -> dict[str, Any]:
+    """The columns for the log between byte `offset` and `end` (one cell's share of a launch's log)."""
+    return columns(step_counts(read_from(log_path, offset, end)))

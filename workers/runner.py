@@ -158,12 +158,17 @@ def run_cell(
     target = Target(endpoint.base_url, endpoint.api_key, served_name(cell.engine_spec), cell.corpus.endpoint)
     if plan.warmup:
         run_sync(run_load(target, plan.warmup, cell.load, phase="warmup"))
-    before = scrape(endpoint.base_url, endpoint.api_key)
+    tables = logs_cudagraph_tables(cell.engine_spec)
     log_offset = cudagraph_log.log_size(engine.log_path)
+    if tables and plan.warmup:
+        # Warm-up steps go into a table before this cell's share of the log begins.
+        log_offset = cudagraph_log.wait_for_table(engine.log_path, log_offset)
+    before = scrape(endpoint.base_url, endpoint.api_key)
     cpu_start_s = time.process_time()
     with GpuSampler() as gpu:
         records, lag = run_sync(run_measured(target, plan.measured, cell.load, phase="measure"))
     cpu_s = time.process_time() - cpu_start_s
+    measured_end = cudagraph_log.log_size(engine.log_path)
     delta = scrape(endpoint.base_url, endpoint.api_key).minus(before)
     summary = summarize(records, delta, cpu_s, lag, cell.load.concurrency, ctx.gates)
     summary["prompts_repeated"] = plan.repeated
@@ -171,10 +176,18 @@ def run_cell(
     summary["corpus_skipped_rows"] = corpus.skipped_rows
     summary["corpus_skip_reasons"] = "; ".join(corpus.skip_reasons) or None
     summary.update(gpu.columns(summary["output_tokens"]))
-    summary.update(cudagraph_log.columns_since(engine.log_path, log_offset))
+    # The first table logged after the measured requests holds their last steps (the probe comes after).
+    log_end = cudagraph_log.wait_for_table(engine.log_path, measured_end) if tables else None
+    summary.update(cudagraph_log.columns_since(engine.log_path, log_offset, log_end))
     probe, probe_columns = run_cell_probe(target, corpus.prompts, ctx.gates.equivalence)
     summary.update(probe_columns)
     return records, summary, probe
+
+
+def logs_cudagraph_tables(spec: EngineSpec) -> bool:
+    """Whether this launch logs vLLM's CUDA-graph tables (`--cudagraph-metrics` in its arguments)."""
+    args = [*spec.engine.extra_args, *spec.model.extra_args, *spec.lever.extra_args]
+    return "--cudagraph-metrics" in args and not spec.engine.enforce_eager
 
 
 def run_cell_probe(

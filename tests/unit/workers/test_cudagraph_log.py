@@ -1,4 +1,11 @@
-from workers.cudagraph_log import columns, columns_since, step_counts
+import threading
+import time
+
+from grid.compose import compose_config
+from grid.expand import expand, to_config
+from grid.plan import group_by_engine
+from workers.cudagraph_log import columns, columns_since, step_counts, wait_for_table
+from workers.runner import logs_cudagraph_tables
 
 LOG = """(EngineCore pid=7) INFO 11-30 07:00:00 [loggers.py:257] Avg generation throughput: 8000 tok/s
 (EngineCore pid=7) INFO 11-30 07:00:00 [cuda_graph.py:123] **CUDAGraph Config Settings:**
@@ -32,3 +39,44 @@ def test_only_what_the_log_gained_after_the_offset_counts(tmp_path):
     offset = LOG.index("(EngineCore pid=7) INFO 11-30 07:00:10")
     assert columns_since(log, offset)["cudagraph_full_steps"] == 100
     assert columns_since(tmp_path / "missing.log", 0)["cudagraph_full_steps"] is None
+
+
+def test_a_cell_waits_for_the_table_that_flushes_its_steps(tmp_path):
+    # The engine logs its table a moment after the cell's requests ended.
+    log = tmp_path / "engine.log"
+    log.write_text("INFO Avg generation throughput: 0 tok/s\n")
+    start = log.stat().st_size
+
+    def flush():
+        time.sleep(0.3)
+        with log.open("a") as handle:
+            handle.write(LOG)
+
+    writer = threading.Thread(target=flush)
+    writer.start()
+    began = time.monotonic()
+    end = wait_for_table(log, start, timeout_s=5, poll_s=0.05)
+    writer.join()
+    assert 0.3 <= time.monotonic() - began < 5
+    assert end == log.stat().st_size
+    assert columns_since(log, start, end)["cudagraph_full_steps"] == 500
+    # Bytes after `end` (the next cell's, or the probe's) are not counted.
+    with log.open("a") as handle:
+        handle.write("| 288 | 288 | 0 | FULL | 7 |\n")
+    assert columns_since(log, start, end)["cudagraph_full_steps"] == 500
+
+
+def test_without_a_table_the_wait_ends_at_its_timeout(tmp_path):
+    log = tmp_path / "engine.log"
+    log.write_text("INFO no tables: eager engine\n")
+    began = time.monotonic()
+    assert wait_for_table(log, 0, timeout_s=0.2, poll_s=0.05) == log.stat().st_size
+    assert time.monotonic() - began < 1.0
+
+
+def test_only_launches_with_the_metrics_flag_wait_for_tables():
+    def spec(*overrides):
+        return group_by_engine(expand(to_config(compose_config(list(overrides)))))[0].spec
+
+    assert logs_cudagraph_tables(spec("experiment=gpu_validate"))
+    assert not logs_cudagraph_tables(spec("experiment=smoke"))  # CPU: eager, no tables
