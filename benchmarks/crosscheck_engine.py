@@ -19,7 +19,6 @@ import tempfile
 from pathlib import Path
 
 from benchmarks import drive_vllm_bench
-from grid.cells import EngineSpec
 from grid.compose import compose_config
 from grid.expand import expand, to_config
 from grid.paths import project_path
@@ -27,7 +26,7 @@ from grid.plan import group_by_engine
 from grid.schema import LoadSpec
 from workers import metrics
 from workers.engine import Engine, new_endpoint
-from workers.engine_args import model_path, resolve_model_path, serve_argv, serve_env, served_name
+from workers.engine_args import model_path, serve_argv, serve_env, served_name, tokenizer_path
 from workers.load import Target, run_load, run_sync
 from workers.prompts import Prompt, load_corpus
 from workers.runner import engine_base_env
@@ -60,13 +59,6 @@ def bench_run(
     # vllm bench's own figure: its 'Output token throughput (tok/s)' line.
     line = next(x for x in out.splitlines() if x.startswith("Output token throughput"))
     return float(line.split(":")[1])
-
-
-def tokenizer_path(spec: EngineSpec, models_dir: Path) -> str:
-    """The model's own tokenizer, or the stand-in its config names (dummy-weight models have none)."""
-    if spec.model.tokenizer:
-        return resolve_model_path(spec.model.tokenizer, models_dir)
-    return model_path(spec, models_dir)
 
 
 def main() -> None:
@@ -103,7 +95,7 @@ def main() -> None:
                     endpoint.api_key,
                     served_name(spec),
                     dataset,
-                    tokenizer_path(spec, models_dir),
+                    tokenizer_path(spec, models_dir) or model_path(spec, models_dir),
                     load,
                     len(prompts),
                 )

@@ -74,11 +74,10 @@ def latest_runs(root: Path) -> tuple[pd.DataFrame, dict[str, dict[int, str]], Pr
         """SELECT * FROM cells
            QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY attempt_id DESC) = 1"""
     ).df()
-    load = cells["config_json"].map(lambda text: json.loads(text)["load"])
+    config = cells["config_json"].map(json.loads)
     for name in ("num_prompts", "seed", "temperature"):
-        cells[name] = load.map(lambda spec, name=name: spec[name])
-    lever = cells["config_json"].map(lambda text: json.loads(text).get("lever", {}))
-    cells["quantized"] = lever.map(lambda spec: bool(spec.get("quantized")))
+        cells[name] = config.map(lambda c, name=name: c["load"][name])
+    cells["quantized"] = config.map(lambda c: bool(c.get("lever", {}).get("quantized")))
     if "anchor" not in cells.columns:
         cells["anchor"] = None
     rows = con.execute(

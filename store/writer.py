@@ -15,12 +15,16 @@ from store.layout import MANIFEST, PROBE, REQUESTS, SCHEMA_VERSION, SUMMARY, Sto
 from workers.load import RequestRecord
 from workers.probe import ProbeRow
 
+# The columns every per-attempt table starts with (the attempt's tags).
+TAG_FIELDS = [
+    ("schema_version", pa.int32()),
+    ("session_id", pa.string()),
+    ("cell_key", pa.string()),
+    ("attempt_id", pa.string()),
+]
 REQUEST_SCHEMA = pa.schema(
     [
-        ("schema_version", pa.int32()),
-        ("session_id", pa.string()),
-        ("cell_key", pa.string()),
-        ("attempt_id", pa.string()),
+        *TAG_FIELDS,
         ("request_idx", pa.int64()),
         ("prompt_id", pa.string()),
         ("phase", pa.string()),
@@ -42,10 +46,7 @@ REQUEST_SCHEMA = pa.schema(
 
 PROBE_SCHEMA = pa.schema(
     [
-        ("schema_version", pa.int32()),
-        ("session_id", pa.string()),
-        ("cell_key", pa.string()),
-        ("attempt_id", pa.string()),
+        *TAG_FIELDS,
         ("prompt_id", pa.string()),
         ("position", pa.int32()),
         ("token_ids", pa.list_(pa.int32())),

@@ -44,6 +44,11 @@ def model_path(spec: EngineSpec, models_dir: Path) -> str:
     return resolve_model_path(path or spec.model.path, models_dir)
 
 
+def tokenizer_path(spec: EngineSpec, models_dir: Path) -> str | None:
+    """The stand-in tokenizer the model file names (dummy-weight models have none of their own)."""
+    return resolve_model_path(spec.model.tokenizer, models_dir) if spec.model.tokenizer else None
+
+
 def speculative_config(spec: EngineSpec) -> dict | None:
     if spec.lever.spec_method is None:
         return None
@@ -88,8 +93,8 @@ def serve_argv(spec: EngineSpec, endpoint: Endpoint, models_dir: Path) -> list[s
     engine, model, lever = spec.engine, spec.model, spec.lever
     argv = [expand_placeholders(part) for part in engine.command]
     argv += ["--model", model_path(spec, models_dir), "--served-model-name", served_name(spec)]
-    if model.tokenizer:
-        argv += ["--tokenizer", resolve_model_path(model.tokenizer, models_dir)]
+    if (tokenizer := tokenizer_path(spec, models_dir)) is not None:
+        argv += ["--tokenizer", tokenizer]
     argv += ["--host", endpoint.host, "--port", str(endpoint.port), "--api-key", endpoint.api_key]
     argv += ["--dtype", engine.dtype or model.dtype, "--max-model-len", str(engine.max_model_len)]
     if model.tp > 1:
