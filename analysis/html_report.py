@@ -14,6 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import figures
+from analysis.gpu_time import share_line
 from analysis.sessions import session_summary
 from analysis.study import Study
 
@@ -40,6 +41,9 @@ TABLE1_HEADERS = {
 BEST_K_COLUMNS = ["model", "corpus", "lever", "best_k", "best_tok_per_s", "rule", "compared_k", "verdict"]
 DRIFT_COLUMNS = ["session_id", "model", "corpus", "lever", "anchor_start_tok_per_s", "anchor_end_tok_per_s",
                  "drift_rel"]  # fmt: skip
+
+
+NO_PHASES = "GPU time: no cell recorded its phases."
 
 
 def png_data_uri(fig: Figure, dpi: int = 100) -> str:
@@ -90,6 +94,7 @@ def render_report(study: Study, title: str) -> str:
         "<h2>Answer</h2>",
         _answers(study),
         f"<h3>Notes</h3><ul class='note'>{notes}</ul>",
+        f"<p class='note'>{html.escape(share_line(study.measured) or NO_PHASES)}</p>",
         "<h2>Table 1: final lever per model</h2>",
         table_html(study.table1, list(TABLE1_HEADERS), TABLE1_HEADERS),
         _figure(figures.speedup_bars(study.table1, study.speedup_geomean), "Figure 1"),

@@ -16,6 +16,7 @@ import pandas as pd
 
 from analysis import load
 from analysis.best_k import at_best_k, best_k
+from analysis.clean import reused_note, split_reused
 from analysis.drift import session_drift
 from analysis.final import FINAL_CORPUS, final_levers, speedup_geomean, table1
 from analysis.medians import lever_medians
@@ -71,8 +72,15 @@ def analyse(
     final_corpus: str = FINAL_CORPUS,
     include_invalid: bool = False,
     extra_notes: Sequence[str] = (),
+    include_reused: bool = False,
 ) -> Study:
-    """The whole analysis over DataFrames (no store access), INVALID cells left out by default."""
+    """The whole analysis over DataFrames (no store access), INVALID cells left out by default.
+
+    Cells measured with repeated prompts (load.allow_repeats) are left out too
+    unless `include_reused`, and a note says how many (analysis/clean.py).
+    """
+    measured, reused = split_reused(measured, include_reused)
+    extra_notes = [*extra_notes, *filter(None, [reused_note(reused)])]
     medians, excluded = lever_medians(measured, include_invalid)
     drift, excluded_anchors = session_drift(anchors, include_invalid)
     best = best_k(medians, drift)

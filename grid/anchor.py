@@ -16,7 +16,7 @@ from grid.catalog import load_spec
 from grid.cells import Cell, EngineSpec
 from grid.compose import CONF_DIR
 from grid.errors import ConfigError
-from grid.expand import lever_ks
+from grid.expand import corpus_load, lever_ks
 from grid.schema import Config, CorpusSpec, LeverSpec, ModelSpec
 
 ANCHOR_POSITIONS = ("start", "end")
@@ -39,5 +39,6 @@ def anchor_cells(config: Config, conf_dir: Path = CONF_DIR) -> tuple[Cell, Cell]
     if lever.quantized:
         raise ConfigError(f"grid.anchor.lever '{lever.name}' changes the model; anchor on a lossless lever")
     k = lever_ks(lever, None)[0]
-    start = Cell(EngineSpec(model, lever, k, config.engine), corpus, config.load, anchor="start")
+    load = corpus_load(config, corpus.name)
+    start = Cell(EngineSpec(model, lever, k, config.engine), corpus, load, anchor="start")
     return start, dataclasses.replace(start, anchor="end")

@@ -17,6 +17,12 @@ from grid.schema import CorpusSpec, EngineConfig, LeverSpec, LoadSpec, ModelSpec
 
 # Engine fields that change how a launch is run, not what it measures.
 _ENGINE_FIELDS_NOT_IN_KEY = ("command", "start_timeout_s", "stop_timeout_s")
+# Load fields that change no cell that runs: allow_repeats only lets a cell run
+# that would otherwise stop before launch (its reuse counts are stored).
+_LOAD_FIELDS_NOT_IN_KEY = ("allow_repeats",)
+# Engine fields added later: left out of the key at their default, so every
+# existing key stays as it was.
+_ENGINE_DEFAULTS_NOT_IN_KEY = {"compilation": {}, "cudagraph_capture_floor": 512}
 KEY_CHARS = 16
 
 
@@ -35,11 +41,35 @@ def engine_identity(engine: EngineConfig) -> dict[str, Any]:
     fields = asdict(engine)
     for name in _ENGINE_FIELDS_NOT_IN_KEY:
         fields.pop(name)
-    # Only engines that set site-wide compilation settings carry the field,
-    # so every existing key stays as it was.
-    if not fields["compilation"]:
-        fields.pop("compilation")
+    for name, default in _ENGINE_DEFAULTS_NOT_IN_KEY.items():
+        if fields[name] == default:
+            fields.pop(name)
     return fields
+
+
+def load_identity(load: LoadSpec, repeat: int) -> dict[str, Any]:
+    """The load settings that affect results, and the prompt seed of repeats after the first.
+
+    Repeat r shuffles with seed + r (workers/prompts.py:prompt_seed); only
+    repeats > 0 carry it, so repeat-0 keys stay as they were and repeats
+    measured with the old shared order are measured again.
+    """
+    fields = asdict(load)
+    for name in _LOAD_FIELDS_NOT_IN_KEY:
+        fields.pop(name)
+    if repeat:
+        fields["prompt_seed"] = load.seed + repeat
+    return fields
+
+
+# Speculative methods whose drafts come from what the engine served before
+# (suffix decoding's global tree of earlier responses).
+HISTORY_METHODS = ("suffix",)
+
+
+def drafts_from_history(lever: LeverSpec) -> bool:
+    """Whether the lever drafts from the engine's history: suffix, bestkpad, dynk."""
+    return lever.spec_method in HISTORY_METHODS
 
 
 @dataclass(frozen=True)
@@ -87,7 +117,7 @@ class Cell:
             {
                 "engine_spec": self.engine_spec.key,
                 "corpus": asdict(self.corpus),
-                "load": asdict(self.load),
+                "load": load_identity(self.load, self.repeat),
                 "repeat": self.repeat,
                 # Only anchors carry the field, so existing keys stay as they were.
                 **({"anchor": self.anchor} if self.anchor else {}),

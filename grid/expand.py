@@ -8,10 +8,10 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from grid.catalog import load_spec
-from grid.cells import Cell, EngineSpec
+from grid.cells import Cell, EngineSpec, drafts_from_history
 from grid.compose import CONF_DIR
 from grid.errors import ConfigError
-from grid.schema import ClusterSpec, Config, CorpusSpec, GridSpec, LeverSpec, ModelSpec
+from grid.schema import ClusterSpec, Config, CorpusSpec, GridSpec, LeverSpec, LoadSpec, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,14 @@ ENGINE_REUSE = ("auto", "per_spec", "per_corpus")
 def fresh_per_corpus(cell: Cell, grid: GridSpec) -> bool:
     """Whether this cell's corpus gets an engine of its own (grid.engine_reuse)."""
     if grid.engine_reuse == "auto":
-        return cell.engine_spec.lever.spec_method == "suffix"
+        return drafts_from_history(cell.engine_spec.lever)
     return grid.engine_reuse == "per_corpus"
+
+
+def corpus_load(config: Config, corpus: str) -> LoadSpec:
+    """The load a cell of `corpus` runs: load.num_prompts, or grid.num_prompts[corpus] where set."""
+    sized = config.grid.num_prompts.get(corpus)
+    return config.load if sized is None else replace(config.load, num_prompts=sized)
 
 
 def lever_ks(lever: LeverSpec, override: list[int] | None) -> list[int]:
@@ -90,6 +96,17 @@ def validate(config: Config) -> None:
     for name in ("concurrency", "max_tokens", "num_prompts"):
         if getattr(config.load, name) < 1:
             raise ConfigError(f"load.{name} must be >= 1, got {getattr(config.load, name)}")
+    for corpus, count in grid.num_prompts.items():
+        if corpus not in grid.corpora:
+            raise ConfigError(f"grid.num_prompts names corpus '{corpus}', which is not in grid.corpora")
+        if count < 1:
+            raise ConfigError(f"grid.num_prompts.{corpus} must be >= 1, got {count}")
+    if grid.repeat_order == "same_engine" and grid.repeats > 1 and not config.load.allow_repeats:
+        raise ConfigError(
+            "grid.repeat_order=same_engine sends every repeat's prompts to an engine that already served "
+            "them (prefix cache, suffix tree); use grid.repeat_order=interleaved (a launch per repeat), "
+            "or set load.allow_repeats=true to measure anyway (cells record the reuse)"
+        )
 
 
 def check_model_fits(model: ModelSpec, cluster: ClusterSpec) -> None:
@@ -121,6 +138,7 @@ def expand_all(config: Config, conf_dir: Path = CONF_DIR) -> Expansion:
     models = [load_spec(ModelSpec, name, conf_dir) for name in grid.models]
     levers = [load_spec(LeverSpec, name, conf_dir) for name in grid.levers]
     corpora = [load_spec(CorpusSpec, name, conf_dir) for name in grid.corpora]
+    loads = {corpus.name: corpus_load(config, corpus.name) for corpus in corpora}
     specs, skipped = [], []
     for model in models:
         check_model_fits(model, config.cluster)
@@ -135,11 +153,13 @@ def expand_all(config: Config, conf_dir: Path = CONF_DIR) -> Expansion:
     if grid.repeat_order == "same_engine":
         for spec in specs:
             for repeat in range(grid.repeats):
-                cells.extend(Cell(spec, corpus, config.load, repeat) for corpus in corpora)
+                cells.extend(Cell(spec, corpus, loads[corpus.name], repeat) for corpus in corpora)
     else:
         for repeat in range(grid.repeats):
             for spec in specs if repeat % 2 == 0 else reversed(specs):
-                cells.extend(Cell(spec, corpus, config.load, repeat, launch=repeat) for corpus in corpora)
+                cells.extend(
+                    Cell(spec, corpus, loads[corpus.name], repeat, launch=repeat) for corpus in corpora
+                )
     # A launch per (launch, corpus) where engines are not reused: same cells and keys, more starts.
     cells = [
         replace(c, launch=c.launch * len(corpora) + corpora.index(c.corpus))

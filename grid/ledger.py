@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grid.cells import Cell
-from store.read import Attempt, attempts, unreadable
+from store.read import Attempt, attempts, measured_valid, unreadable
 
 DONE, FAILED, PENDING = "done", "failed", "pending"
+# Measured, but a validity gate failed: run again on resume unless run.keep_invalid.
+INVALID = "invalid"
 
 
 @dataclass
@@ -47,22 +49,29 @@ def build_ledger(root: Path) -> Ledger:
         for attempt in sorted(cell_attempts, key=lambda a: (a.written_at, a.attempt_id)):
             state.sessions.append(attempt.session_id)
             if attempt.status == "ok":
-                if (problem := unreadable(attempt)) is None:
+                if (problem := unreadable(attempt)) is not None:
+                    problems.append(problem)
+                    state.last_error = problem
+                elif measured_valid(attempt):
                     state.status = DONE
-                    continue
-                problems.append(problem)
-                state.last_error = problem
-            elif state.status != DONE:
+                elif state.status != DONE:
+                    state.status = INVALID
+                    state.last_error = "measured INVALID (a validity gate failed; see invalid_reasons)"
+                continue
+            if state.status not in (DONE, INVALID):
                 state.status = FAILED
                 state.last_error = attempt.error
         states[key] = state
     return Ledger(states, problems)
 
 
-def select(cells: list[Cell], ledger: Ledger, mode: str, force: list[str]) -> list[Cell]:
+def select(
+    cells: list[Cell], ledger: Ledger, mode: str, force: list[str], keep_invalid: bool = False
+) -> list[Cell]:
     """Cells to run: `resume` = not done; `failed` = failed only; `all` = every cell.
 
-    Cells whose key or label starts with an entry of `force` always run.
+    A cell measured INVALID runs again under `resume` and `failed` unless
+    `keep_invalid`. Cells whose key or label starts with an entry of `force` always run.
     """
 
     def forced(cell: Cell) -> bool:
@@ -71,4 +80,6 @@ def select(cells: list[Cell], ledger: Ledger, mode: str, force: list[str]) -> li
     if mode == "all":
         return list(cells)
     wanted = {"resume": (PENDING, FAILED), "failed": (FAILED,)}[mode]
+    if not keep_invalid:
+        wanted = (*wanted, INVALID)
     return [c for c in cells if ledger.status(c.key) in wanted or forced(c)]

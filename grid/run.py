@@ -20,6 +20,7 @@ from grid.ledger import build_ledger, select
 from grid.paths import project_path
 from grid.plan import EngineGroup, group_by_engine
 from grid.preflight import check_inputs
+from grid.prompt_audit import audit_groups, check_no_repeats
 from grid.schema import Config
 from grid.session import end_fingerprint, fingerprint, new_session_id
 from grid.verdicts import write_verdicts
@@ -56,13 +57,19 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     ledger = build_ledger(ctx.store_root)
     for problem in ledger.problems:
         console.print(f"[yellow]store:[/] {problem}")
-    todo = select(cells, ledger, config.run.mode, config.run.force)
+    todo = select(cells, ledger, config.run.mode, config.run.force, config.run.keep_invalid)
     # A session with something to measure also measures its own drift.
     anchors = anchor_cells(config) if todo else None
     check_inputs(todo + list(anchors or ()), ctx.models_dir, ctx.data_dir)
     phases = [launch_order(group_by_engine(todo), config.plan)]
     if anchors:
         phases = [group_by_engine([anchors[0]]), *phases, group_by_engine([anchors[1]])]
+    # Every measured prompt new to its engine, checked on the real corpora before any launch.
+    audit = audit_groups(
+        [g for groups in phases for g in groups], ctx.data_dir, config.gates.equivalence.probe_prompts
+    )
+    if not config.load.allow_repeats:
+        check_no_repeats(audit)
     console.print(
         f"session {ctx.session_id}: {len(todo)} of {len(cells)} cells to run "
         f"({len(cells) - len(todo)} already in the store) on {len(phases[len(phases) // 2])} engine launches"

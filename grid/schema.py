@@ -91,13 +91,20 @@ class LoadSpec:
 
     concurrency: int = 32
     max_tokens: int = 8192
-    # Prompts per measured run; the corpus is cycled (seeded) when shorter.
+    # Prompts per measured run, distinct and new to the engine: a corpus with
+    # fewer than warmup_requests + num_prompts distinct prompts stops the run
+    # before launch (see allow_repeats; grid.num_prompts sizes it per corpus).
     num_prompts: int = 256
     warmup_requests: int = 32
     temperature: float = 0.0
     seed: int = 0
     # Sent as `ignore_eos`, so every request generates exactly max_tokens.
     ignore_eos: bool = False
+    # Measure even when prompts repeat (a corpus too small, repeats on one
+    # engine): the order cycles and each cell records how many measured
+    # requests reused a prompt its engine had served (prompts_reused*). Not in
+    # the cell key: where nothing repeats, the measurement is the same either way.
+    allow_repeats: bool = False
     request_timeout_s: float = 600.0
     # Ask vLLM for each chunk's token ids (`return_token_ids`), so tokens in
     # the window are counted exactly even when one chunk carries several.
@@ -127,6 +134,10 @@ class EngineConfig:
     # Decode batch size that FULL CUDA graphs must cover under speculative
     # decoding: capture size >= (1+K) x this (usually the load's concurrency).
     cudagraph_concurrency: int = 32
+    # Every drafting lever's capture ceiling is at least this: vLLM's own default
+    # (512 on Hopper; 1024 on Blackwell, set it there), so levers compared at one
+    # K launch with the same ceiling and none loses graphs vLLM would have captured.
+    cudagraph_capture_floor: int = 512
     start_timeout_s: float = 900.0
     stop_timeout_s: float = 30.0
     extra_args: list[str] = field(default_factory=list)
@@ -159,6 +170,10 @@ class GridSpec:
     # `+grid.ks.bestkpad=[4,8]` on the command line.
     ks: dict[str, list[int]] = field(default_factory=dict)
     repeats: int = 1
+    # Measured prompts per corpus where it differs from load.num_prompts, e.g.
+    # {chat_bench: 46} for a corpus too small for the study's load: every
+    # measured prompt stays new to its engine. `+grid.num_prompts.summarize=100`.
+    num_prompts: dict[str, int] = field(default_factory=dict)
     # interleaved: each repeat is its own engine launch, levers in order on
     # even repeats and reversed on odd ones (A B C, C B A), so drift within a
     # session spreads evenly; same_engine: repeats run back to back on one launch.
@@ -281,6 +296,9 @@ class RunConfig:
     force: list[str] = field(default_factory=list)
     # Attempts per cell within one run (the driver retries, never Ray).
     max_attempts: int = 2
+    # A cell measured INVALID (a validity gate failed) runs again on resume;
+    # true keeps it as measured.
+    keep_invalid: bool = False
 
 
 @dataclass

@@ -7,25 +7,34 @@ from collections import Counter
 from rich.console import Console
 from rich.table import Table
 
+from analysis.gpu_time import share_line
+from analysis.summary import latest_cells
 from grid.compose import compose_config
 from grid.expand import expand, to_config
-from grid.ledger import DONE, FAILED, PENDING, build_ledger
+from grid.ledger import DONE, FAILED, INVALID, PENDING, build_ledger
 from grid.paths import project_path
 
 
 def status(overrides: list[str], console: Console | None = None) -> int:
-    """Print counts of done / failed / pending cells and each failed cell's last error."""
+    """Print done / invalid / failed / pending counts, each cell's last error, and the GPU time share."""
     console = console or Console()
     config = to_config(compose_config(overrides))
     cells = expand(config)
-    ledger = build_ledger(project_path(config.paths.store))
+    root = project_path(config.paths.store)
+    ledger = build_ledger(root)
     for problem in ledger.problems:
         console.print(f"[yellow]store:[/] {problem}")
     counts = Counter(ledger.status(c.key) for c in cells)
+    invalid_note = "kept (run.keep_invalid)" if config.run.keep_invalid else "measured again on resume"
     console.print(
         f"experiment {config.name}: {len(cells)} cells: done {counts[DONE]}, "
-        f"failed {counts[FAILED]}, pending {counts[PENDING]}"
+        f"invalid {counts[INVALID]} ({invalid_note}), failed {counts[FAILED]}, pending {counts[PENDING]}"
     )
+    measured = latest_cells(root)
+    if not measured.empty and (
+        line := share_line(measured[measured["cell_key"].isin({c.key for c in cells})])
+    ):
+        console.print(line)
     table = Table(title="cells not done")
     for header in ("cell", "key", "status", "attempts", "last error"):
         table.add_column(header, overflow="fold")

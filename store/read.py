@@ -23,6 +23,8 @@ class Attempt:
     status: str
     error: str | None
     written_at: str
+    # The gates' verdict of an ok attempt; None in manifests written before it was recorded.
+    valid: bool | None = None
 
 
 def attempts(root: Path) -> tuple[list[Attempt], list[str]]:
@@ -40,6 +42,7 @@ def attempts(root: Path) -> tuple[list[Attempt], list[str]]:
                     data["status"],
                     data.get("error"),
                     data.get("written_at", ""),
+                    data.get("valid"),
                 )
             )
         except (OSError, ValueError, KeyError) as exc:
@@ -56,6 +59,17 @@ def unreadable(attempt: Attempt) -> str | None:
         except (OSError, ValueError) as exc:
             return f"{path}: unreadable ({type(exc).__name__}: {exc}); ignored, the cell will run again"
     return None
+
+
+def measured_valid(attempt: Attempt) -> bool:
+    """Whether an ok attempt passed its validity gates (older manifests: its summary's `valid`)."""
+    if attempt.valid is not None:
+        return attempt.valid
+    try:
+        column = pq.read_table(attempt.folder / SUMMARY, columns=["valid"]).column("valid").to_pylist()
+    except (OSError, ValueError, KeyError):
+        return True  # no verdict recorded: treat as measured, as before
+    return bool(column and column[0])
 
 
 def ok_attempts(root: Path) -> tuple[list[Attempt], list[str]]:

@@ -93,6 +93,8 @@ def write_ok_attempt(
         {
             **tags,
             "status": "ok",
+            # The validity gates' verdict, so resume can tell INVALID cells without opening Parquet.
+            "valid": summary.get("valid"),
             "schema_version": SCHEMA_VERSION,
             "files": files,
             "written_at": utc_now(),

@@ -70,22 +70,32 @@ def merged(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def compilation_config(spec: EngineSpec) -> dict | None:
-    """The engine's and the lever's compilation settings, with the CUDA-graph capture ceiling sized for K.
+def capture_ceiling(spec: EngineSpec) -> int:
+    """max_cudagraph_capture_size of a drafting launch: max((1+K) x concurrency, the floor).
 
-    Under speculative decoding a decode step of `c` requests has (1+K) x c tokens;
-    FULL graphs only cover batches up to max_cudagraph_capture_size (default
-    min(max_num_seqs x (1+K) x 2, 512) on Hopper), so it is raised to at least that.
+    Under speculative decoding a decode step of `c` requests has (1+K) x c
+    tokens and FULL graphs only cover batches up to the ceiling. vLLM's own
+    default is min(max_num_seqs x (1+K) x 2, 512) on Hopper (1024 on Blackwell),
+    which (1+K) x c alone would undercut (288 at K=8, c=32): the floor
+    (engine.cudagraph_capture_floor) keeps every ceiling at least vLLM's default.
+    """
+    return max((1 + spec.k) * spec.engine.cudagraph_concurrency, spec.engine.cudagraph_capture_floor)
+
+
+def compilation_config(spec: EngineSpec) -> dict | None:
+    """The engine's and the lever's compilation settings; drafting levers get one capture ceiling rule.
+
+    Every lever with drafts gets capture_ceiling(spec) unless a setting names
+    one, so suffix, bestkpad and dynk at one K launch with the same ceiling and
+    differ only in their plugin's switch (one variable per comparison).
     Eager engines (the CPU default) capture nothing and get no compilation config.
     """
     if spec.engine.enforce_eager:
         return None
     compilation = merged(spec.engine.compilation, spec.lever.compilation)
-    if not compilation:
-        return None
-    if spec.lever.compilation and spec.k and "max_cudagraph_capture_size" not in compilation:
-        compilation["max_cudagraph_capture_size"] = (1 + spec.k) * spec.engine.cudagraph_concurrency
-    return compilation
+    if spec.k and "max_cudagraph_capture_size" not in compilation:
+        compilation["max_cudagraph_capture_size"] = capture_ceiling(spec)
+    return compilation or None
 
 
 def serve_argv(spec: EngineSpec, endpoint: Endpoint, models_dir: Path) -> list[str]:

@@ -14,12 +14,22 @@ class GateInputs:
     window_s: float | None
     requests_in_window: int
     errors: int
-    mean_in_flight: float | None
+    # Mean of the server's own running-requests gauge inside the window
+    # (workers/server_load.py); None when it was not sampled there.
+    server_running_mean: float | None
     concurrency: int
     client_cpu_share: float
     loop_lag_p99_ms: float
+    # Output tokens the client received: the streamed token ids, summed.
     client_output_tokens: float
     server_output_tokens: float | None
+    # Requests whose streamed token ids do not add up to their usage.completion_tokens,
+    # and requests that reported no token ids at all (load.token_ids off or unsupported).
+    stream_usage_mismatches: int = 0
+    requests_without_token_ids: int = 0
+    # Server gauges and counters quoted when concurrency is not held.
+    server_waiting_max: float | None = None
+    server_preemptions: float = 0.0
 
 
 def token_mismatch(client_tokens: float, server_tokens: float | None) -> float | None:
@@ -29,10 +39,26 @@ def token_mismatch(client_tokens: float, server_tokens: float | None) -> float |
     return abs(client_tokens - server_tokens) / server_tokens
 
 
+def concurrency_words(inputs: GateInputs, held: float, gates: GateConfig) -> str:
+    if inputs.server_running_mean is None:
+        return "server running-requests gauge not sampled inside the window"
+    return (
+        f"server ran {held:.0%} of concurrency {inputs.concurrency} < {gates.min_concurrency_held:.0%} "
+        f"(waiting max {inputs.server_waiting_max or 0:.0f}, preemptions {inputs.server_preemptions:.0f})"
+    )
+
+
 def evaluate(inputs: GateInputs, gates: GateConfig) -> dict[str, object]:
-    """Gate columns (gate_* booleans), `valid`, and `invalid_reasons` in words."""
+    """Gate columns (gate_* booleans), `valid`, and `invalid_reasons` in words.
+
+    concurrency held: the server's running-requests gauge, not the client's own
+    in-flight count (which a closed loop holds by construction). tokens
+    reconciled: the streamed token ids (what the headline throughput counts)
+    against the server's generation_tokens delta. stream tokens: per request,
+    the streamed token ids add up to the server's usage.completion_tokens.
+    """
     mismatch = token_mismatch(inputs.client_output_tokens, inputs.server_output_tokens)
-    held = (inputs.mean_in_flight or 0.0) / inputs.concurrency
+    held = (inputs.server_running_mean or 0.0) / inputs.concurrency
     checks = {
         "gate_window": (inputs.window_s or 0.0) >= gates.min_window_s,
         "gate_requests": inputs.requests_in_window >= gates.min_requests,
@@ -41,17 +67,20 @@ def evaluate(inputs: GateInputs, gates: GateConfig) -> dict[str, object]:
         "gate_client_cpu": inputs.client_cpu_share <= gates.max_client_cpu_share,
         "gate_loop_lag": inputs.loop_lag_p99_ms <= gates.max_loop_lag_ms,
         "gate_tokens_reconciled": mismatch is not None and mismatch <= gates.max_token_mismatch,
+        "gate_stream_tokens": inputs.stream_usage_mismatches == 0 and inputs.requests_without_token_ids == 0,
     }
     words = {
         "gate_window": f"window {inputs.window_s or 0:.1f} s < {gates.min_window_s} s",
         "gate_requests": f"{inputs.requests_in_window} requests in window < {gates.min_requests}",
         "gate_no_errors": f"{inputs.errors} errors",
-        "gate_concurrency_held": f"concurrency held {held:.0%} < {gates.min_concurrency_held:.0%}",
+        "gate_concurrency_held": concurrency_words(inputs, held, gates),
         "gate_client_cpu": f"client CPU {inputs.client_cpu_share:.0%} > {gates.max_client_cpu_share:.0%}",
         "gate_loop_lag": f"event-loop lag p99 {inputs.loop_lag_p99_ms:.1f} ms > {gates.max_loop_lag_ms} ms",
         "gate_tokens_reconciled": "server reported no tokens"
         if mismatch is None
-        else f"client/server tokens differ by {mismatch:.2%}",
+        else f"streamed/server tokens differ by {mismatch:.2%}",
+        "gate_stream_tokens": f"{inputs.stream_usage_mismatches} requests' streamed token ids do not add up "
+        f"to their usage, {inputs.requests_without_token_ids} reported no token ids",
     }
     failed = [words[name] for name, ok in checks.items() if not ok]
     return {

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grid.errors import ConfigError
 from workers.traces import Skipped, read_rows
+
+if TYPE_CHECKING:
+    from grid.cells import Cell
 
 
 @dataclass(frozen=True)
@@ -17,6 +24,18 @@ class Prompt:
     prompt_id: str
     prompt: str | None = None
     messages: tuple[dict[str, str], ...] | None = None
+
+    @cached_property
+    def content_hash(self) -> str:
+        """The prompt's identity by content (text or messages), not by id.
+
+        Two rows with the same text are the same prompt to an engine's prefix
+        cache and suffix tree, whatever their ids or corpora (`mix` reuses other
+        corpora's rows). Cached: schedules and audits hash every prompt many times.
+        """
+        content = self.prompt if self.prompt is not None else list(self.messages or ())
+        blob = json.dumps(content, sort_keys=True, ensure_ascii=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -55,21 +74,94 @@ def load_corpus(path: Path, format: str = "auto", skip_bad_rows: bool = False) -
     return read_corpus(path, format, skip_bad_rows).prompts
 
 
+def prompt_hash(prompt: Prompt) -> str:
+    return prompt.content_hash
+
+
+def distinct(prompts: list[Prompt]) -> list[Prompt]:
+    """The first row of each distinct prompt content, in corpus order."""
+    seen: set[str] = set()
+    out = []
+    for prompt in prompts:
+        if (h := prompt_hash(prompt)) not in seen:
+            seen.add(h)
+            out.append(prompt)
+    return out
+
+
+def probe_prompts(prompts: list[Prompt], count: int) -> list[Prompt]:
+    """The prompts the logprob probe scores after a cell's measurement (workers/probe.py)."""
+    return prompts[:count]
+
+
+def prompt_seed(seed: int, repeat: int) -> int:
+    """Each repeat shuffles with its own seed; every lever of one repeat sees the same prompts."""
+    return seed + repeat
+
+
 @dataclass(frozen=True)
 class Schedule:
     """Which prompts a run sends: warmup first, then the measured ones."""
 
     warmup: list[Prompt]
     measured: list[Prompt]
-    # Measured prompts sent more than once because the corpus is too small;
-    # repeats inflate suffix decoding's acceptance, so it is reported.
+    # Measured requests whose prompt was sent earlier in this schedule (warm-up
+    # or an earlier measured request); 0 unless load.allow_repeats let a small
+    # corpus cycle. Repeats inflate suffix decoding's acceptance.
     repeated: int
 
 
-def schedule(prompts: list[Prompt], warmup: int, measured: int, seed: int) -> Schedule:
-    """Seeded shuffle; warmup prompts come from the end so measured ones stay distinct longest."""
-    order = list(prompts)
+class TooFewPrompts(ConfigError):
+    """A corpus has fewer distinct prompts than a cell would send."""
+
+
+def too_few_message(corpus: str, available: int, warmup: int, measured: int) -> str:
+    return (
+        f"corpus '{corpus}' has {available} distinct prompts but a cell sends {warmup} warm-up + "
+        f"{measured} measured = {warmup + measured}; measured prompts must be new to the engine. "
+        f"Lower load.num_prompts (or set grid.num_prompts.{corpus}={max(available - warmup, 0)}), "
+        "lower load.warmup_requests, use a larger corpus, or set load.allow_repeats=true to measure "
+        "with repeated prompts (each cell then records how many it reused)"
+    )
+
+
+def cell_schedule(cell: Cell, corpus: Corpus, allow_repeats: bool) -> Schedule:
+    """A cell's warm-up and measured prompts: its load, its repeat's seed (runner and pre-launch audit)."""
+    load = cell.load
+    return schedule(
+        corpus.prompts,
+        load.warmup_requests,
+        load.num_prompts,
+        prompt_seed(load.seed, cell.repeat),
+        allow_repeats=allow_repeats,
+        corpus=cell.corpus.name,
+    )
+
+
+def schedule(
+    prompts: list[Prompt],
+    warmup: int,
+    measured: int,
+    seed: int,
+    allow_repeats: bool = False,
+    corpus: str = "corpus",
+) -> Schedule:
+    """Seeded shuffle of the distinct prompts; measured from the front, warm-up from the back.
+
+    With at least warmup + measured distinct prompts the two sets are disjoint
+    and nothing repeats; otherwise TooFewPrompts, unless `allow_repeats`, when
+    the order cycles and `repeated` counts the measured requests that reuse a prompt.
+    """
+    order = distinct(prompts)
+    if len(order) < warmup + measured and not allow_repeats:
+        raise TooFewPrompts(too_few_message(corpus, len(order), warmup, measured))
     random.Random(seed).shuffle(order)
     measured_list = [order[i % len(order)] for i in range(measured)]
     warmup_list = [order[-1 - (i % len(order))] for i in range(warmup)]
-    return Schedule(warmup_list, measured_list, repeated=max(0, measured - len(order)))
+    seen = {prompt_hash(p) for p in warmup_list}
+    repeated = 0
+    for prompt in measured_list:
+        h = prompt_hash(prompt)
+        repeated += h in seen
+        seen.add(h)
+    return Schedule(warmup_list, measured_list, repeated)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grid.cells import Cell, EngineSpec
+from grid.cells import Cell, EngineSpec, drafts_from_history
 from grid.errors import EngineError
 from grid.plan import EngineGroup
 from grid.schema import EquivalenceConfig, GateConfig
@@ -31,8 +31,20 @@ from workers.engine_log import read_effective_config
 from workers.gates import GateInputs, evaluate
 from workers.gpu_telemetry import GpuSampler
 from workers.load import LoopLag, RequestRecord, Target, run_load, run_measured, run_sync
+from workers.phases import PhaseClock
 from workers.probe import ProbeError, ProbeRow, run_probe
-from workers.prompts import Prompt, read_corpus, schedule
+from workers.prompts import (
+    Prompt,
+    cell_schedule,
+    distinct,
+    probe_prompts,
+    prompt_hash,
+    prompt_seed,
+    read_corpus,
+)
+from workers.served import ServedPrompts
+from workers.server_load import LoadSample, ServerLoadSampler
+from workers.server_load import columns as server_load_columns
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,23 @@ def engine_version(base_url: str, api_key: str) -> str | None:
         return None
 
 
+def streamed_tokens(record: RequestRecord) -> int | None:
+    """Output tokens the client received, counted from the streamed token ids; None without them."""
+    return None if record.chunk_tokens is None else int(sum(record.chunk_tokens))
+
+
+def stream_checks(records: list[RequestRecord]) -> dict[str, int]:
+    """Per request: do the streamed token ids add up to the server's usage.completion_tokens?"""
+    done = metrics.ok(records)
+    counts = [streamed_tokens(r) for r in done]
+    return {
+        "stream_usage_mismatches": sum(
+            1 for r, n in zip(done, counts, strict=True) if n is not None and n != r.completion_tokens
+        ),
+        "requests_without_token_ids": sum(1 for n in counts if n is None),
+    }
+
+
 def summarize(
     records: list[RequestRecord],
     delta: ServerCounters,
@@ -101,12 +130,19 @@ def summarize(
     lag: LoopLag,
     concurrency: int,
     gates: GateConfig,
+    server_load: list[LoadSample] | None = None,
 ) -> dict[str, Any]:
-    """The cell's figures from its measured requests and the server's counter deltas."""
+    """The cell's figures from its measured requests, the server's counter deltas and its load gauges."""
     done = metrics.ok(records)
     window = windows.steady_window(records, concurrency)
     wall_s = (max(r.end_ns for r in records) - min(r.send_ns for r in records)) / 1e9 if records else 0.0
     output_tokens = sum(r.completion_tokens or 0 for r in done)
+    # Every streamed token, errors included: the server counted those too.
+    streamed_total = sum(streamed_tokens(r) or 0 for r in records)
+    checks = stream_checks(records)
+    load_columns = server_load_columns(
+        server_load or [], window.start_ns if window else None, window.end_ns if window else None
+    )
     figures: dict[str, Any] = {
         "n_requests": len(records),
         "n_ok": len(done),
@@ -120,7 +156,11 @@ def summarize(
         "window_end_ns": window.end_ns if window else None,
         "window_s": window.length_s if window else None,
         "window_requests_completed": windows.completed_in_window(records, window) if window else 0,
+        # The client's own in-flight count: held by construction in a closed loop, kept for reference.
         "window_mean_in_flight": windows.mean_in_flight(records, window) if window else None,
+        **load_columns,
+        "streamed_output_tokens": streamed_total,
+        **checks,
         "chunk_tokens_exact": all(r.chunk_tokens is not None for r in done),
         "ttft_ms_p50": metrics.median_or_none([metrics.ttft_ms(r) for r in done]),
         "tpot_ms_p50": metrics.median_or_none([metrics.tpot_ms(r) for r in done]),
@@ -136,12 +176,15 @@ def summarize(
             window_s=figures["window_s"],
             requests_in_window=figures["window_requests_completed"],
             errors=figures["n_errors"],
-            mean_in_flight=figures["window_mean_in_flight"],
+            server_running_mean=load_columns["srv_running_mean"],
             concurrency=concurrency,
             client_cpu_share=figures["client_cpu_share"],
             loop_lag_p99_ms=figures["loop_lag_p99_ms"],
-            client_output_tokens=output_tokens,
+            client_output_tokens=streamed_total,
             server_output_tokens=delta.generation_tokens,
+            server_waiting_max=load_columns["srv_waiting_max"],
+            server_preemptions=delta.preemptions,
+            **checks,
         ),
         gates,
     )
@@ -149,29 +192,48 @@ def summarize(
 
 
 def run_cell(
-    cell: Cell, engine: Engine, ctx: RunContext
+    cell: Cell, engine: Engine, ctx: RunContext, served: ServedPrompts | None = None
 ) -> tuple[list[RequestRecord], dict[str, Any], list[ProbeRow]]:
-    """Warm up, measure one cell on a running engine, then run the logprob probe."""
+    """Warm up, measure one cell on a running engine, then run the logprob probe.
+
+    `served` holds what this engine launch was sent before the cell; the cell's
+    own prompts are added to it as they go out, whatever becomes of the cell.
+    """
+    served = served if served is not None else ServedPrompts()
+    clock = PhaseClock()
     corpus = read_corpus(ctx.data_dir / cell.corpus.path, cell.corpus.format, cell.corpus.skip_bad_rows)
-    plan = schedule(corpus.prompts, cell.load.warmup_requests, cell.load.num_prompts, cell.load.seed)
+    plan = cell_schedule(cell, corpus, cell.load.allow_repeats)
+    reuse = served.measured_reuse(plan.warmup, plan.measured, cell.corpus.name, cell.repeat)
     endpoint = engine.endpoint
     target = Target(endpoint.base_url, endpoint.api_key, served_name(cell.engine_spec), cell.corpus.endpoint)
+    served.add(plan.warmup, cell.corpus.name, cell.repeat)
     if plan.warmup:
         run_sync(run_load(target, plan.warmup, cell.load, phase="warmup"))
+    clock.lap("warmup")
     tables = logs_cudagraph_tables(cell.engine_spec)
     log_offset = cudagraph_log.log_size(engine.log_path)
     if tables and plan.warmup:
         # Warm-up steps go into a table before this cell's share of the log begins.
         log_offset = cudagraph_log.wait_for_table(engine.log_path, log_offset)
     before = scrape(endpoint.base_url, endpoint.api_key)
+    served.add(plan.measured, cell.corpus.name, cell.repeat)
+    clock.lap("settle")
     cpu_start_s = time.process_time()
-    with GpuSampler() as gpu:
+    with GpuSampler() as gpu, ServerLoadSampler(endpoint.base_url, endpoint.api_key) as server_load:
         records, lag = run_sync(run_measured(target, plan.measured, cell.load, phase="measure"))
     cpu_s = time.process_time() - cpu_start_s
+    clock.lap("measure")
     measured_end = cudagraph_log.log_size(engine.log_path)
     delta = scrape(endpoint.base_url, endpoint.api_key).minus(before)
-    summary = summarize(records, delta, cpu_s, lag, cell.load.concurrency, ctx.gates)
-    summary["prompts_repeated"] = plan.repeated
+    summary = summarize(records, delta, cpu_s, lag, cell.load.concurrency, ctx.gates, server_load.samples)
+    # Measured requests whose prompt this engine had been sent before (0 unless load.allow_repeats).
+    summary["prompts_repeated"] = reuse.total
+    summary.update(reuse.as_columns())
+    summary["prompt_seed"] = prompt_seed(cell.load.seed, cell.repeat)
+    summary["prompts_distinct_available"] = len(distinct(corpus.prompts))
+    # What the engine was sent, by content hash, so a reader can check the reuse counts.
+    summary["warmup_prompt_hashes"] = json.dumps([prompt_hash(p) for p in plan.warmup])
+    summary["measured_prompt_hashes"] = json.dumps([prompt_hash(p) for p in plan.measured])
     # Rows of a bring-your-own trace left out (corpus.skip_bad_rows): never a silent drop.
     summary["corpus_skipped_rows"] = corpus.skipped_rows
     summary["corpus_skip_reasons"] = "; ".join(corpus.skip_reasons) or None
@@ -179,9 +241,28 @@ def run_cell(
     # The first table logged after the measured requests holds their last steps (the probe comes after).
     log_end = cudagraph_log.wait_for_table(engine.log_path, measured_end) if tables else None
     summary.update(cudagraph_log.columns_since(engine.log_path, log_offset, log_end))
-    probe, probe_columns = run_cell_probe(target, corpus.prompts, ctx.gates.equivalence)
+    clock.lap("drain")
+    chosen = probe_prompts(corpus.prompts, ctx.gates.equivalence.probe_prompts)
+    served.add(chosen, cell.corpus.name, cell.repeat)
+    probe, probe_columns = run_cell_probe(target, chosen, ctx.gates.equivalence)
+    summary["probe_prompt_hashes"] = json.dumps([prompt_hash(p) for p in chosen])
     summary.update(probe_columns)
+    clock.lap("probe")
+    summary.update(clock.columns())
     return records, summary, probe
+
+
+def suffix_cache_columns(spec: EngineSpec, fresh: bool) -> dict[str, Any]:
+    """The suffix-decoding cache this cell drafted from: the settings passed and whether it started empty.
+
+    Settings not passed are vLLM's defaults (SpeculativeConfig.suffix_decoding_*,
+    e.g. max_cached_requests 10000 in vLLM 0.26-0.32): the JSON holds only what
+    this launch set, beside the engine version that fixes the rest.
+    """
+    if not drafts_from_history(spec.lever):
+        return {"suffix_cache_fresh": None, "suffix_cache_settings": None}
+    settings = {k: v for k, v in spec.lever.speculative_extra.items() if k.startswith("suffix_decoding_")}
+    return {"suffix_cache_fresh": fresh, "suffix_cache_settings": json.dumps(settings, sort_keys=True)}
 
 
 def logs_cudagraph_tables(spec: EngineSpec) -> bool:
@@ -191,16 +272,15 @@ def logs_cudagraph_tables(spec: EngineSpec) -> bool:
 
 
 def run_cell_probe(
-    target: Target, prompts: list[Prompt], cfg: EquivalenceConfig
+    target: Target, chosen: list[Prompt], cfg: EquivalenceConfig
 ) -> tuple[list[ProbeRow], dict[str, Any]]:
-    """The logprob probe on the corpus's first prompts, after the measurement (workers/probe.py).
+    """The logprob probe on the chosen prompts, after the measurement (workers/probe.py).
 
     A probe that fails leaves the measurement standing: the error is a column,
     and the equivalence gate then has no distribution to judge.
     """
-    if cfg.probe_prompts <= 0:
+    if not chosen:
         return [], {"probe_prompts": 0, "probe_positions": 0, "probe_error": None}
-    chosen = prompts[: cfg.probe_prompts]
     try:
         rows = run_probe(target.base_url, target.api_key, target.model, chosen, cfg.probe_top_k)
     except ProbeError as exc:
@@ -252,15 +332,24 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
             return [_fail(layout, ctx, cell, missing, log_tail(log_path)) for cell in group.cells]
         version = engine_version(endpoint.base_url, endpoint.api_key)
         earlier: list[str] = []
-        for cell in group.cells:
+        served = ServedPrompts()
+        for index, cell in enumerate(group.cells):
             if not engine.alive():
                 outcomes.append(
                     _fail(layout, ctx, cell, "engine died earlier in this launch", log_tail(log_path))
                 )
                 continue
-            # Suffix decoding's tree remembers earlier outputs: say what this engine served before.
-            history = {"engine_earlier_corpora": ",".join(earlier) or None}
-            outcomes.append(_run_and_store(cell, engine, ctx, layout, ready_s, version, history))
+            history = {
+                # Suffix decoding's tree remembers earlier outputs: say what this engine served before.
+                "engine_earlier_corpora": ",".join(earlier) or None,
+                "engine_launch_id": log_path.stem,
+                "engine_cell_index": index,
+                # Its share of the launch's start, for where the GPU time went.
+                "engine_start_share_s": ready_s / len(group.cells),
+                "gpus": spec.model.tp,
+                **suffix_cache_columns(spec, fresh=not earlier),
+            }
+            outcomes.append(_run_and_store(cell, engine, ctx, layout, ready_s, version, history, served))
             earlier.append(cell.corpus.name)
     finally:
         engine.stop()
@@ -275,11 +364,12 @@ def _run_and_store(
     ready_s: float,
     version: str | None,
     history: dict[str, Any],
+    served: ServedPrompts,
 ) -> CellOutcome:
     attempt_id = new_attempt_id(ctx.session_id)
     tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
     try:
-        records, summary, probe = run_cell(cell, engine, ctx)
+        records, summary, probe = run_cell(cell, engine, ctx, served)
         if not engine.alive():
             raise EngineError(f"engine exited during the cell; see {engine.log_path}")
         summary.update(cell.as_record(), engine_ready_s=ready_s, engine_version=version, **placement(ctx))

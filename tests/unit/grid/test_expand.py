@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from grid.cells import load_identity
 from grid.compose import compose_config
 from grid.errors import ConfigError
 from grid.expand import expand, expand_all, to_config
@@ -27,8 +28,16 @@ def test_smoke_expands_to_models_x_corpora_x_lever_configs():
     ]
 
 
+def test_repeats_on_one_engine_stop_unless_repeats_are_allowed():
+    with pytest.raises(
+        ConfigError, match=r"same_engine sends every repeat's prompts.*load.allow_repeats=true"
+    ):
+        cells_for("experiment=smoke", "grid.repeats=2", "grid.repeat_order=same_engine", PER_SPEC)
+
+
 def test_repeats_on_one_engine_share_one_launch():
-    cells = cells_for("experiment=smoke", "grid.repeats=2", "grid.repeat_order=same_engine", PER_SPEC)
+    overrides = ("grid.repeats=2", "grid.repeat_order=same_engine", "load.allow_repeats=true", PER_SPEC)
+    cells = cells_for("experiment=smoke", *overrides)
     groups = group_by_engine(cells)
     assert len(cells) == 8
     assert len(groups) == 2
@@ -159,3 +168,33 @@ def test_auto_engine_reuse_gives_suffix_levers_a_fresh_engine_per_corpus_only():
     for g in groups:
         by_lever.setdefault(g.spec.lever.name, []).append(len(g.cells))
     assert by_lever == {"van": [2], "suffix": [1, 1]}
+
+
+def test_grid_num_prompts_sizes_one_corpus_and_changes_only_its_keys():
+    plain = {c.label: c for c in cells_for("experiment=smoke")}
+    sized = {c.label: c for c in cells_for("experiment=smoke", "+grid.num_prompts.chat_bench=7")}
+    for label, cell in sized.items():
+        if "/chat_bench/" in label:
+            assert cell.load.num_prompts == 7 and cell.key != plain[label].key
+        else:
+            assert cell.load == plain[label].load and cell.key == plain[label].key
+
+
+@pytest.mark.parametrize(
+    ("override", "words"),
+    [("+grid.num_prompts.nope=7", "names corpus 'nope'"), ("+grid.num_prompts.chat_bench=0", "must be >= 1")],
+)
+def test_grid_num_prompts_rejects_unknown_corpora_and_zero(override, words):
+    with pytest.raises(ConfigError, match=words):
+        cells_for("experiment=smoke", override)
+
+
+def test_allow_repeats_is_not_in_the_key_but_later_repeats_have_their_own_seed():
+    base = {c.label: c.key for c in cells_for("experiment=smoke", "grid.repeats=2")}
+    allowed = {
+        c.label: c.key for c in cells_for("experiment=smoke", "grid.repeats=2", "load.allow_repeats=true")
+    }
+    assert base == allowed
+    cell = cells_for("experiment=smoke")[0]
+    assert "prompt_seed" not in load_identity(cell.load, 0)
+    assert load_identity(cell.load, 2)["prompt_seed"] == cell.load.seed + 2

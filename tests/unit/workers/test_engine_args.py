@@ -64,7 +64,7 @@ def test_engine_compilation_merges_under_the_levers():
     spec = by_lever["bestkpad"]
     assert kpad["cudagraph_mode"] == "FULL_AND_PIECEWISE"
     assert kpad["pass_config"] == {"fuse_allreduce_rms": False}
-    assert kpad["max_cudagraph_capture_size"] == (1 + spec.k) * spec.engine.cudagraph_concurrency
+    assert kpad["max_cudagraph_capture_size"] == max((1 + spec.k) * spec.engine.cudagraph_concurrency, 512)
 
 
 def test_site_compilation_changes_the_engine_key_and_empty_keeps_it():

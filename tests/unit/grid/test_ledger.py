@@ -1,0 +1,52 @@
+"""Resume: a cell measured INVALID runs again unless run.keep_invalid."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from grid.compose import compose_config
+from grid.expand import expand, to_config
+from grid.ledger import DONE, FAILED, INVALID, PENDING, build_ledger, select
+from store.layout import StoreLayout
+from store.writer import write_failed_attempt, write_ok_attempt
+from tests.unit.store.test_writer_read import records, tags
+
+
+def smoke_cells():
+    return expand(to_config(compose_config(["experiment=smoke"])))
+
+
+def test_invalid_cells_run_again_on_resume_unless_kept(tmp_path):
+    layout = StoreLayout(tmp_path)
+    ok, invalid, failed, pending = smoke_cells()
+    write_ok_attempt(layout, tags(ok.key, "a1"), records(3), {"output_tok_per_s": 1.0, "valid": True})
+    write_ok_attempt(layout, tags(invalid.key, "a2"), records(3), {"output_tok_per_s": 1.0, "valid": False})
+    write_failed_attempt(layout, tags(failed.key, "a3"), "boom", "")
+    ledger = build_ledger(tmp_path)
+    assert [ledger.status(c.key) for c in (ok, invalid, failed, pending)] == [DONE, INVALID, FAILED, PENDING]
+    cells = [ok, invalid, failed, pending]
+    assert select(cells, ledger, "resume", []) == [invalid, failed, pending]
+    assert select(cells, ledger, "resume", [], keep_invalid=True) == [failed, pending]
+    assert select(cells, ledger, "failed", []) == [invalid, failed]
+
+
+def test_a_valid_attempt_after_an_invalid_one_makes_the_cell_done(tmp_path):
+    layout = StoreLayout(tmp_path)
+    cell = smoke_cells()[0]
+    write_ok_attempt(layout, tags(cell.key, "a1"), records(3), {"valid": False})
+    write_ok_attempt(layout, tags(cell.key, "a2"), records(3), {"valid": True})
+    assert build_ledger(tmp_path).status(cell.key) == DONE
+
+
+def test_manifests_written_before_the_verdict_read_it_from_the_summary(tmp_path):
+    layout = StoreLayout(tmp_path)
+    cell = smoke_cells()[0]
+    folder = write_ok_attempt(layout, tags(cell.key, "a1"), records(3), {"valid": False})
+    manifest = folder / "manifest.json"
+    data = json.loads(manifest.read_text())
+    del data["valid"]
+    manifest.write_text(json.dumps(data))
+    assert build_ledger(tmp_path).status(cell.key) == INVALID
+    pq.write_table(pa.table({"valid": [True]}), folder / "summary.parquet")
+    assert build_ledger(tmp_path).status(cell.key) == DONE
