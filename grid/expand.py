@@ -40,7 +40,9 @@ ENGINE_REUSE = ("auto", "per_spec", "per_corpus")
 
 
 def fresh_per_corpus(cell: Cell, grid: GridSpec) -> bool:
-    """Whether this cell's corpus gets an engine of its own (grid.engine_reuse)."""
+    """Whether this cell's corpus gets an engine of its own (grid.engine_reuse, grid.own_engine_corpora)."""
+    if cell.corpus.name in grid.own_engine_corpora:
+        return True
     if grid.engine_reuse == "auto":
         return drafts_from_history(cell.engine_spec.lever)
     return grid.engine_reuse == "per_corpus"
@@ -161,8 +163,10 @@ def expand_all(config: Config, conf_dir: Path = CONF_DIR) -> Expansion:
                     Cell(spec, corpus, loads[corpus.name], repeat, launch=repeat) for corpus in corpora
                 )
     # A launch per (launch, corpus) where engines are not reused: same cells and keys, more starts.
+    # Numbered from grid.repeats up, past every shared launch (0 .. repeats-1), so a
+    # corpus with its own engine never lands on a launch that other corpora share.
     cells = [
-        replace(c, launch=c.launch * len(corpora) + corpora.index(c.corpus))
+        replace(c, launch=grid.repeats + c.launch * len(corpora) + corpora.index(c.corpus))
         if fresh_per_corpus(c, grid)
         else c
         for c in cells

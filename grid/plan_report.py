@@ -12,15 +12,20 @@ from rich.table import Table
 
 from grid.compose import compose_config, pop_format
 from grid.cost import GroupCost, group_cost, launch_order
+from grid.errors import ConfigError
 from grid.expand import expand_all, to_config
-from grid.plan import group_by_engine
+from grid.paths import project_path
+from grid.plan import EngineGroup, group_by_engine
+from grid.prompt_audit import audit_groups, corpus_rows
+from grid.schema import Config
 
 
 def plan_summary(overrides: list[str]) -> dict[str, Any]:
     """The plan of the grid `overrides` describe, as plain data."""
     config = to_config(compose_config(overrides))
     expansion = expand_all(config)
-    costs = [group_cost(g, config.plan) for g in group_by_engine(expansion.cells)]
+    groups = group_by_engine(expansion.cells)
+    costs = [group_cost(g, config.plan) for g in groups]
     by_model: dict[str, list[GroupCost]] = defaultdict(list)
     for cost in costs:
         by_model[cost.group.spec.model.name].append(cost)
@@ -45,6 +50,7 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
         "gpu_hours": sum(c.gpu_s for c in costs) / 3600,
         "bundles": bundles,
         "skipped": [asdict(s) for s in expansion.skipped],
+        "corpora": prompt_rows(groups, config),
         "cost_model": {
             "formula": "(engine_start_s + (num_prompts + warmup_requests) x max_tokens x output_fill "
             "/ rate per cell) x gpus",
@@ -52,6 +58,40 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
             "load": asdict(config.load),
         },
     }
+
+
+def prompt_rows(groups: list[EngineGroup], config: Config) -> list[dict[str, Any]]:
+    """Per corpus: distinct prompts available, warm-up and measured per cell, repeated measured prompts.
+
+    Read from the corpus files as `run` would send them (grid/prompt_audit.py);
+    a corpus not built here reads as an error row instead of stopping the plan.
+    """
+    try:
+        audit = audit_groups(
+            groups, project_path(config.paths.data_dir), config.gates.equivalence.probe_prompts
+        )
+    except ConfigError as exc:
+        return [{"corpus": None, "error": str(exc)}]
+    return corpus_rows(audit)
+
+
+def render_corpora(rows: list[dict[str, Any]], console: Console) -> None:
+    if rows and rows[0].get("error"):
+        console.print(f"[yellow]corpora not read:[/] {rows[0]['error']}")
+        return
+    table = Table(title="prompts per corpus (every measured prompt new to its engine)")
+    for header in ("corpus", "distinct", "warm-up", "measured", "repeated"):
+        table.add_column(header, justify="left" if header == "corpus" else "right")
+    for row in rows:
+        reused = int(row["prompts_reused"])
+        table.add_row(
+            str(row["corpus"]),
+            str(row["distinct_prompts"]),
+            str(row["warmup"]),
+            str(row["measured"]),
+            f"[red]{reused}[/]" if reused else "0",
+        )
+    console.print(table)
 
 
 def render_plan(summary: dict[str, Any], console: Console) -> None:
@@ -85,6 +125,7 @@ def render_plan(summary: dict[str, Any], console: Console) -> None:
     console.print(
         f"cost model: {summary['cost_model']['formula']}; override a rate with +plan.rates.<model>=<tok/s>"
     )
+    render_corpora(summary["corpora"], console)
 
 
 def plan(overrides: list[str], console: Console | None = None) -> int:

@@ -185,6 +185,10 @@ class GridSpec:
     # acceptance, benchmarks/engine_reuse.py), per_spec for the rest. Cells
     # record the corpora their engine served before them (engine_earlier_corpora).
     engine_reuse: str = "auto"
+    # Corpora that always get an engine of their own, whatever engine_reuse
+    # says: `mix` is drawn from the other corpora, so after them on one engine
+    # its measured prompts would not be new (grid/prompt_audit.py checks).
+    own_engine_corpora: list[str] = field(default_factory=lambda: ["mix"])
     anchor: AnchorSpec = field(default_factory=AnchorSpec)
 
 

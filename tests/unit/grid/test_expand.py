@@ -125,7 +125,9 @@ def test_w4a4_without_variant_is_skipped_with_reason():
 
 
 def test_final_grid_shape():
-    expansion = expand_all(to_config(compose_config(["experiment=final", PER_SPEC])))
+    expansion = expand_all(
+        to_config(compose_config(["experiment=final", PER_SPEC, "grid.own_engine_corpora=[]"]))
+    )
     groups = group_by_engine(expansion.cells)
     models = {g.spec.model.name for g in groups}
     assert len(models) == 11
@@ -198,3 +200,21 @@ def test_allow_repeats_is_not_in_the_key_but_later_repeats_have_their_own_seed()
     cell = cells_for("experiment=smoke")[0]
     assert "prompt_seed" not in load_identity(cell.load, 0)
     assert load_identity(cell.load, 2)["prompt_seed"] == cell.load.seed + 2
+
+
+def test_mix_gets_an_engine_of_its_own_even_where_engines_are_shared():
+    cells = cells_for(
+        "experiment=smoke",
+        "grid.levers=[van]",
+        "grid.corpora=[mix,code_complete,chat_bench]",
+        "grid.repeats=2",
+        PER_SPEC,
+    )
+    groups = group_by_engine(cells)
+    corpora_per_launch = sorted(tuple(c.corpus.name for c in g.cells) for g in groups)
+    assert corpora_per_launch == [
+        ("code_complete", "chat_bench"),
+        ("code_complete", "chat_bench"),
+        ("mix",),
+        ("mix",),
+    ]

@@ -21,6 +21,7 @@ def test_final_plan_json_via_the_cli():
             "plan",
             "experiment=final",
             "grid.engine_reuse=per_spec",
+            "grid.own_engine_corpora=[]",
             "format=json",
         ],
         capture_output=True,
@@ -36,8 +37,9 @@ def test_final_plan_json_via_the_cli():
 
 
 def test_engine_launches_equal_engine_specs_not_cells():
-    summary = plan_summary(["experiment=final", "grid.engine_reuse=per_spec"])
-    cells = expand(to_config(compose_config(["experiment=final", "grid.engine_reuse=per_spec"])))
+    shared = ["experiment=final", "grid.engine_reuse=per_spec", "grid.own_engine_corpora=[]"]
+    summary = plan_summary(shared)
+    cells = expand(to_config(compose_config(shared)))
     assert summary["engine_launches"] == len({c.engine_spec.key for c in cells}) < len(cells)
 
 
