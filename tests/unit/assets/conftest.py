@@ -15,9 +15,11 @@ def counter() -> TokenCounter:
 
 @pytest.fixture
 def few_packages(monkeypatch):
-    """Builders over two small packages instead of the whole fixed list, to stay fast."""
+    """Builders over a few small packages and BFCL categories instead of the whole lists, to stay fast."""
     for module in ("assets.corpus_code", "assets.corpus_agentic"):
         monkeypatch.setattr(f"{module}.CODE_PACKAGES", ("requests", "jmespath"))
+    monkeypatch.setattr("assets.corpus_code.COMPLETE_PACKAGES", ("python-dateutil",))
+    monkeypatch.setattr("assets.corpus_agentic.BFCL_CATEGORIES", ("live_parallel", "live_parallel_multiple"))
     monkeypatch.setattr("assets.corpus_docs.DOC_PACKAGES", ("h11", "jmespath", "httpx"))
 
 

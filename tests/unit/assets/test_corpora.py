@@ -3,6 +3,8 @@ import json
 import pytest
 
 from assets import corpora
+from grid.compose import compose_config
+from grid.paths import project_path
 from tests.unit.assets.conftest import MODEL_DIR
 from tests.unit.assets.test_corpus_chat import conversation, fake_sharegpt_file, truncated_file
 from workers.prompts import load_corpus
@@ -53,3 +55,56 @@ def test_meta_records_cap_and_lengths_and_a_new_cap_rebuilds(small_build):
     small_build("a", cap=512)
     rebuilt = json.loads(corpora.meta_path(paths["code_edit"]).read_text())
     assert rebuilt["max_prompt_tokens"] == 512 and rebuilt["prompt_tokens"]["max"] <= 512
+
+
+def test_distinct_drops_rows_whose_prompt_text_was_seen():
+    rows = [
+        {"id": "a", "prompt": "def f():"},
+        {"id": "b", "prompt": "def f():"},
+        {"id": "c", "messages": [{"role": "user", "content": "def f():"}]},
+        {"id": "d", "messages": [{"role": "user", "content": "def f():"}]},
+    ]
+    assert [r["id"] for r in corpora.distinct(rows)] == ["a", "c"]
+
+
+def test_built_corpora_hold_distinct_prompts(small_build):
+    paths = small_build("a")
+    for name, path in paths.items():
+        texts = [corpora.prompt_text(r) for r in corpora.read_rows(path)]
+        assert len(set(texts)) == len(texts), name
+
+
+def test_other_source_versions_rebuild(small_build, monkeypatch):
+    paths = small_build("a")
+    before = paths["code_edit"].stat().st_mtime_ns
+    monkeypatch.setattr(corpora, "sources_fingerprint", lambda: "another-venv")
+    small_build("a")
+    assert paths["code_edit"].stat().st_mtime_ns != before
+    meta = json.loads(corpora.meta_path(paths["code_edit"]).read_text())
+    assert meta["sources_fingerprint"] == "another-venv"
+
+
+def test_every_corpus_has_a_floor():
+    assert set(corpora.FLOORS) == set(corpora.FLOORS_CPU) == {*corpora.BUILDERS, corpora.MIX}
+
+
+def test_the_projects_corpora_reach_their_floors_with_distinct_prompts():
+    """The corpora `make assets` built: no repeated prompt text, and at least the stated floor each.
+
+    Floors are for the study's cap (max_model_len 16384 - max_tokens 8192) and the CPU demo's.
+    """
+    corpus_dir = project_path(compose_config([]).paths.data_dir) / "corpora"
+    metas = sorted(corpus_dir.glob("*.meta.json"))
+    if not metas:
+        pytest.skip("corpora not built; run `make assets`")
+    for meta_file in metas:
+        meta = json.loads(meta_file.read_text())
+        if meta.get("builder_version") != corpora.BUILDER_VERSION:
+            pytest.skip("corpora built by another builder version; run `make assets`")
+        floors = {8192: corpora.FLOORS, 1984: corpora.FLOORS_CPU}.get(meta["max_prompt_tokens"])
+        if floors is None:
+            continue
+        rows = corpora.read_rows(corpus_dir / f"{meta['name']}.jsonl")
+        texts = [corpora.prompt_text(r) for r in rows]
+        assert len(set(texts)) == len(texts) == meta["prompts"], meta["name"]
+        assert len(texts) >= floors[meta["name"]], (meta["name"], len(texts))

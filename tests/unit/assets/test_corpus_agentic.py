@@ -2,7 +2,7 @@ import ast
 import json
 import random
 
-from assets.corpus_agentic import agentic_rows, conversation, json_type, tools_of
+from assets.corpus_agentic import agentic_rows, bfcl_rows, conversation, json_type, tools_of
 from tests.unit.assets.conftest import check_rows
 
 MODULE = '''
@@ -56,3 +56,17 @@ def test_conversation_ends_with_a_tool_result_and_calls_are_json():
 def test_agentic_rows(counter, few_packages):
     rows = list(agentic_rows(counter, 1984))
     check_rows(rows, 1984)
+
+
+def test_bfcl_rows_ask_each_question_once_with_its_functions(counter, few_packages):
+    rows = list(bfcl_rows(counter, 1984))
+    check_rows(rows, 1984)
+    assert len(rows) == 35  # live_parallel 16 + live_parallel_multiple 24, less questions asked again
+    assert {r["license"] for r in rows} == {"Apache-2.0"}
+    questions = [r["messages"][-1]["content"] for r in rows]
+    assert len(set(questions)) == len(questions)
+    for row in rows:
+        system = row["messages"][0]
+        assert system["role"] == "system" and "JSON array" in system["content"]
+        functions = json.loads(system["content"].split("Functions:\n", 1)[1])
+        assert functions and all("name" in f and "parameters" in f for f in functions)

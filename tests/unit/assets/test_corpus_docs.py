@@ -25,3 +25,15 @@ def test_rag_question_term_appears_in_exactly_one_passage(counter, few_packages)
         term = user.split("What does the documentation say about `")[1].split("`?")[0]
         passages = re.split(r"\n\n\[\d+\] ", user.split("\n\nQuestion:")[0])
         assert sum(term in p for p in passages) == 1
+
+
+def test_a_document_copied_into_two_places_is_taken_once(monkeypatch):
+    from assets import corpus_docs
+    from assets.corpus_sources import Source
+
+    src = Source("pkg", "1", "MIT")
+    text = "\n\n".join(f"Paragraph {i} " + "words " * 100 for i in range(10))
+    copies = [(src, "a/README.md", text), (src, "b/README.md", text + "\n\nOne more paragraph.")]
+    monkeypatch.setattr(corpus_docs, "DOC_PACKAGES", ("pkg",))
+    monkeypatch.setattr(corpus_docs, "documents", lambda package: iter(copies))
+    assert {s.path for s in sections(24_000, 1_000)} == {"a/README.md"}

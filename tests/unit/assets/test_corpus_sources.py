@@ -2,7 +2,14 @@ from email.message import Message
 
 import pytest
 
-from assets.corpus_sources import CODE_PACKAGES, DOC_PACKAGES, license_of, source
+from assets.corpus_sources import (
+    CODE_PACKAGES,
+    COMPLETE_PACKAGES,
+    DOC_PACKAGES,
+    documents,
+    license_of,
+    source,
+)
 from grid.errors import ConfigError
 
 PERMISSIVE = ("MIT", "BSD", "Apache", "ISC", "PSF")
@@ -25,7 +32,7 @@ def test_license_prefers_spdx_then_field_then_classifier():
     assert license_of(meta()) == "unknown"
 
 
-@pytest.mark.parametrize("package", sorted(set(CODE_PACKAGES + DOC_PACKAGES)))
+@pytest.mark.parametrize("package", sorted(set(CODE_PACKAGES + COMPLETE_PACKAGES + DOC_PACKAGES)))
 def test_every_listed_package_is_installed_and_permissive(package):
     licence = source(package).license
     assert any(word in licence for word in PERMISSIVE), licence
@@ -34,3 +41,9 @@ def test_every_listed_package_is_installed_and_permissive(package):
 def test_missing_package_says_how_to_install():
     with pytest.raises(ConfigError, match="make setup"):
         source("no-such-package-here")
+
+
+def test_evaluation_suites_give_only_their_readmes():
+    paths = [path for _, path, _ in documents("lm-eval")]
+    assert len(paths) > 100
+    assert all(p == "README (METADATA)" or p.endswith("/README.md") for p in paths)
