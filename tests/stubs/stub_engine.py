@@ -7,6 +7,7 @@ streaming endpoints. Faults are injected through the environment:
   STUB_DIE_AFTER=N          SIGKILL itself after N requests...
   STUB_DIE_ONCE_FILE=path   ...only if `path` does not exist yet (then create it)
   STUB_TOKENS, STUB_TOKENS_PER_CHUNK, STUB_DELAY_S   the stream's shape
+  STUB_STEP_S               paced: one chunk per stream per step (a batched decoder's clock)
 """
 
 from __future__ import annotations
@@ -25,10 +26,13 @@ from aiohttp import web
 from tests.stubs.openai_stub import StubSettings, make_app
 
 
-def metrics_text(generated: int) -> str:
+def metrics_text(generated: int, running: int = 0) -> str:
     return (
         "# TYPE vllm:generation_tokens_total counter\n"
         f'vllm:generation_tokens_total{{engine="0",model_name="stub"}} {float(generated)}\n'
+        # Requests in flight, as vLLM's gauge reports them (the concurrency gate reads it).
+        "# TYPE vllm:num_requests_running gauge\n"
+        f'vllm:num_requests_running{{engine="0",model_name="stub"}} {float(running)}\n'
     )
 
 
@@ -47,14 +51,19 @@ def maybe_die(served: int) -> None:
 
 def build(settings: StubSettings, api_key: str) -> web.Application:
     app = make_app(settings)
-    state = {"served": 0, "generated": 0}
+    state = {"served": 0, "generated": 0, "running": 0}
 
     @web.middleware
     async def auth_and_count(request: web.Request, handler):
         authorized = not api_key or request.headers.get("Authorization") == f"Bearer {api_key}"
         if request.path.startswith("/v1") and not authorized:
             return web.Response(status=401)
-        response = await handler(request)
+        counted = request.path.startswith("/v1")
+        state["running"] += counted
+        try:
+            response = await handler(request)
+        finally:
+            state["running"] -= counted
         if request.path.startswith("/v1"):
             state["served"] += 1
             state["generated"] += settings.tokens
@@ -68,7 +77,7 @@ def build(settings: StubSettings, api_key: str) -> web.Application:
         return web.json_response({"version": "stub"})
 
     async def metrics(_: web.Request) -> web.Response:
-        return web.Response(text=metrics_text(state["generated"]))
+        return web.Response(text=metrics_text(state["generated"], state["running"]))
 
     app.middlewares.append(auth_and_count)
     app.router.add_get("/health", health)
@@ -92,6 +101,7 @@ def main() -> None:
         tokens=int(os.environ.get("STUB_TOKENS", "8")),
         tokens_per_chunk=int(os.environ.get("STUB_TOKENS_PER_CHUNK", "1")),
         delay_s=float(os.environ.get("STUB_DELAY_S", "0")),
+        step_s=float(os.environ.get("STUB_STEP_S", "0")),
     )
     web.run_app(
         build(settings, args.api_key),

@@ -60,3 +60,20 @@ def test_gpu_hours_follow_the_stated_cost_model():
 def test_unknown_format_is_an_error():
     with pytest.raises(ConfigError, match="format must be table or json"):
         plan(["format=xml"])
+
+
+def test_final_plan_reports_prompts_per_corpus_and_repeats_only_where_a_corpus_is_short():
+    """Read from the built corpora (make assets): no corpus repeats a prompt unless it has too few."""
+    summary = plan_summary(["experiment=final"])
+    rows = summary["corpora"]
+    if rows and rows[0].get("error"):
+        pytest.skip(f"corpora not built: {rows[0]['error']}")
+    assert {r["corpus"] for r in rows} == {
+        "chat", "chat_bench", "code_complete", "code_edit", "summarize", "rag_qa", "agentic", "mix"
+    }  # fmt: skip
+    by_corpus = {r["corpus"]: r for r in rows}
+    # The study's sizing: chat_bench's 110 prompts give 64 warm-up + 46 measured.
+    assert by_corpus["chat_bench"]["measured"] == 46 and by_corpus["chat_bench"]["prompts_reused"] == 0
+    for row in rows:
+        short = row["distinct_prompts"] < row["warmup"] + row["measured"]
+        assert (row["prompts_reused"] > 0) == short, row
