@@ -2,7 +2,12 @@
 
 (a) kpad is loaded and active: the server's counters show draft tokens = K x drafts;
 (b) greedy outputs with kpad equal those of plain vLLM (van), token for token;
-(c) dynk runs, logs its per-K decisions, and also preserves output.
+(c) dynk runs, logs its per-K decisions, and also preserves output;
+(d) dynk's per-cell columns (workers/dynk_log.py), taken over a window after a warm-up
+    the way the runner takes them, add up to the server's own draft counters: drafts
+    at two or more K values and draft tokens = sum over K of K x drafts, which plain
+    suffix (no plugin, ragged drafts) would show neither of; on this CPU engine with
+    --enforce-eager every forward pass is recorded as NONE (no CUDA graph).
 """
 
 from __future__ import annotations
@@ -11,15 +16,18 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.plugins_engine.serve import complete, counters, running_engine, wait_for_log
 from workers.counters import ServerCounters
-from workers.dynk_log import PluginStats, last_stats
+from workers.dynk_log import PluginStats, columns_when_idle, last_stats, wait_for_idle_line
 
 CORPUS = Path(".cache/data/corpora/code_complete.jsonl")
 NUM_PROMPTS = 8
+# dynk only: prompts after the measured ones, sent first, as the runner's warm-up is.
+WARMUP_PROMPTS = 2
 MAX_TOKENS = 64
 LOG_EVERY_STEPS = "20"
 CONFIGS: dict[str, tuple[dict | None, dict[str, str]]] = {
@@ -28,7 +36,11 @@ CONFIGS: dict[str, tuple[dict | None, dict[str, str]]] = {
     "kpad8": ({"method": "suffix", "num_speculative_tokens": 8}, {"LEVER_KPAD": "1"}),
     "dynk": (
         {"method": "suffix", "num_speculative_tokens": 12},
-        {"LEVER_DYNK": "1", "LEVER_DYNK_KS": "4,6,12"},
+        # These prompts accept about 0.35-0.55 of draft tokens here; at a verified-token cost of
+        # 1/1024 (default 1/512) the controller's choice in that range turns on the batch size
+        # (K4 at 8 requests below p = 0.5, K6 at 4 or fewer), which falls as requests finish:
+        # more than one K gets used, as the dynk test below requires.
+        {"LEVER_DYNK": "1", "LEVER_DYNK_KS": "4,6,12", "LEVER_DYNK_TOKEN_COST": "0.0009765625"},
     ),
 }
 
@@ -42,14 +54,16 @@ class Run:
     outputs: list[str]
     delta: ServerCounters
     log: str
+    # workers/dynk_log.py's columns over the measured requests (None values without dynk).
+    dynk_columns: dict[str, Any]
 
     def plugin(self, name: str) -> PluginStats | None:
         return last_stats(self.log, name)
 
 
-def prompts() -> list[str]:
+def prompts(start: int = 0, count: int = NUM_PROMPTS) -> list[str]:
     with CORPUS.open() as handle:
-        return [json.loads(line)["prompt"] for line in handle][:NUM_PROMPTS]
+        return [json.loads(line)["prompt"] for line in handle][start : start + count]
 
 
 def run_config(name: str, work_dir: Path) -> Run:
@@ -57,13 +71,19 @@ def run_config(name: str, work_dir: Path) -> Run:
     lever_env = {**lever_env, "LEVER_KPAD_LOG_EVERY_STEPS": LOG_EVERY_STEPS}
     lever_env["LEVER_DYNK_LOG_EVERY_STEPS"] = LOG_EVERY_STEPS
     with running_engine(name, spec_config, lever_env, work_dir) as engine:
+        if "LEVER_DYNK" in lever_env:
+            for prompt in prompts(NUM_PROMPTS, WARMUP_PROMPTS):
+                complete(engine, prompt, MAX_TOKENS)
+        # As the runner does: the plugin's idle line closes the warm-up before the window opens.
+        start_offset = wait_for_idle_line(engine.log_path)
         before = counters(engine)
         # All in flight at once: batches of several decoding requests, as in the grid.
         with ThreadPoolExecutor(NUM_PROMPTS) as pool:
             outputs = list(pool.map(lambda p: complete(engine, p, MAX_TOKENS), prompts()))
         delta = counters(engine).minus(before)
+        dynk_columns = columns_when_idle(engine.log_path, start_offset)
         log = wait_for_log(engine, "lever_plugins") if spec_config else engine.log_path.read_text()
-    return Run(outputs, delta, log)
+    return Run(outputs, delta, log, dynk_columns)
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +124,35 @@ def test_dynk_logs_its_decisions(runs):
     delta = runs["dynk"].delta
     assert delta.spec_drafts > 0
     assert 4 <= delta.spec_draft_tokens / delta.spec_drafts <= 12
+
+
+def per_k(column: str | None) -> dict[int, Any]:
+    assert column is not None, "no dynk summary lines in the window: the plugin did not run"
+    return {int(k): v for k, v in json.loads(column).items()}
+
+
+def test_dynk_drafts_per_k_add_up_to_the_server_counters(runs):
+    cols = runs["dynk"].dynk_columns
+    assert cols["dynk_counts_exact"] is True
+    drafts = per_k(cols["dynk_drafts_by_k_json"])
+    used = sorted(k for k, n in drafts.items() if n > 0)
+    assert len(used) >= 2, f"drafts per K {drafts}: the controller used one K only"
+    delta = runs["dynk"].delta
+    assert delta.spec_drafts == sum(drafts.values())
+    # Every verified draft had exactly its step's K tokens: plain suffix's ragged drafts would not.
+    assert delta.spec_draft_tokens == sum(k * n for k, n in drafts.items())
+
+
+def test_dynk_records_each_forward_pass_mode_per_k(runs):
+    cols = runs["dynk"].dynk_columns
+    decisions = per_k(cols["dynk_steps_by_k_json"])
+    drafts = per_k(cols["dynk_drafts_by_k_json"])
+    graphs = per_k(cols["dynk_graph_steps_by_k_json"])
+    # CPU engine, --enforce-eager: no CUDA graphs, so every pass is NONE, and recorded as such.
+    assert all(modes["full"] == 0 and modes["piecewise"] == 0 for modes in graphs.values())
+    assert cols["dynk_full_step_share"] == 0.0
+    for k, n in drafts.items():
+        passes = sum(graphs[k].values())
+        # A pass verifying K drafts follows a step the controller ran at K, inside the window.
+        assert (passes > 0) == (n > 0) and passes <= decisions[k]
+    assert graphs[0]["none"] > 0  # the prefill step(s) verified no draft
