@@ -23,7 +23,7 @@ from grid.plan import EngineGroup
 from grid.schema import EquivalenceConfig, GateConfig
 from store.layout import StoreLayout
 from store.writer import write_failed_attempt, write_ok_attempt
-from workers import cudagraph_log, metrics, windows
+from workers import cudagraph_log, dynk_log, metrics, windows
 from workers.counters import ServerCounters, scrape
 from workers.engine import Engine, log_tail, new_endpoint
 from workers.engine_args import serve_argv, serve_env, served_name
@@ -215,6 +215,8 @@ def run_cell(
     if tables and plan.warmup:
         # Warm-up steps go into a table before this cell's share of the log begins.
         log_offset = cudagraph_log.wait_for_table(engine.log_path, log_offset)
+    # dynk's warm-up totals land in its log before the window opens (returns at once for other levers).
+    dynk_offset = dynk_log.wait_for_idle_line(engine.log_path)
     before = scrape(endpoint.base_url, endpoint.api_key)
     served.add(plan.measured, cell.corpus.name, cell.repeat)
     clock.lap("settle")
@@ -241,6 +243,7 @@ def run_cell(
     # The first table logged after the measured requests holds their last steps (the probe comes after).
     log_end = cudagraph_log.wait_for_table(engine.log_path, measured_end) if tables else None
     summary.update(cudagraph_log.columns_since(engine.log_path, log_offset, log_end))
+    summary.update(dynk_log.columns_when_idle(engine.log_path, dynk_offset))
     clock.lap("drain")
     chosen = probe_prompts(corpus.prompts, ctx.gates.equivalence.probe_prompts)
     served.add(chosen, cell.corpus.name, cell.repeat)
