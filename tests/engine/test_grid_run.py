@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import duckdb
@@ -158,3 +159,86 @@ def test_the_gate_fails_a_lever_that_changes_outputs(perturbed):
     assert hot["exact_match_rate"].iloc[0] < 0.5
     # Sampling changed the outputs, not the model: the probe's distributions still agree.
     assert hot["kl_nats"].iloc[0] < 1e-3 and hot["topk_agreement"].iloc[0] == 1.0
+
+
+def sent_before(cells: pd.DataFrame) -> dict[str, set[str]]:
+    """Per cell: every prompt (content hash) its engine launch was sent before its measured requests.
+
+    Rebuilt from the stored hashes alone (warm-up, measured and probe prompts of
+    the earlier cells on the same launch, and the cell's own warm-up), so it
+    checks the runner's reuse counts instead of trusting them.
+    """
+    out = {}
+    for _, launch in cells.sort_values("engine_cell_index").groupby("engine_launch_id"):
+        seen: set[str] = set()
+        for row in launch.itertuples():
+            out[row.cell_key] = seen | set(json.loads(row.warmup_prompt_hashes))
+            for column in ("warmup_prompt_hashes", "measured_prompt_hashes", "probe_prompt_hashes"):
+                seen |= set(json.loads(getattr(row, column)))
+    return out
+
+
+def test_no_measured_prompt_was_sent_earlier_to_its_engine(store):
+    root, _, _ = store
+    cells = connect(root).execute("select * from cells").df()
+    # van serves both corpora on one launch; suffix gets a fresh engine per corpus.
+    launches = cells.groupby("lever")["engine_launch_id"].nunique().to_dict()
+    assert launches == {"van": 1, "suffix": 2}
+    earlier = sent_before(cells)
+    for row in cells.itertuples():
+        measured = json.loads(row.measured_prompt_hashes)
+        assert len(measured) == len(set(measured)) == NUM_PROMPTS
+        assert not set(measured) & earlier[row.cell_key], row.cell_key
+        assert row.prompts_reused == 0
+    suffix = cells[cells["lever"] == "suffix"]
+    assert suffix["suffix_cache_fresh"].all() and (suffix["suffix_cache_settings"] == "{}").all()
+
+
+def test_gates_read_the_stream_and_the_servers_own_running_count(store):
+    root, _, _ = store
+    cells = connect(root).execute("select * from cells").df()
+    assert (cells["stream_usage_mismatches"] == 0).all() and (cells["requests_without_token_ids"] == 0).all()
+    assert cells["gate_stream_tokens"].all()
+    assert (cells["streamed_output_tokens"] == cells["output_tokens"]).all()
+    assert (cells["srv_load_samples"] > 0).all(), cells["srv_load_samples"].tolist()
+    assert cells["srv_running_mean"].between(0, CONCURRENCY).all()
+
+
+def test_each_cell_records_where_its_time_went(store):
+    root, _, _ = store
+    cells = connect(root).execute("select * from cells").df()
+    for phase in ("warmup", "settle", "measure", "drain", "probe"):
+        assert (cells[f"phase_{phase}_s"] >= 0).all(), phase
+    assert (cells["phase_measure_s"] >= cells["window_s"]).all()
+    assert (cells["engine_start_share_s"] > 0).all()
+    assert (cells["phase_cell_s"] > cells["window_s"]).all()
+
+
+@pytest.fixture(scope="module")
+def repeated(tmp_path_factory):
+    """Two repeats on one van engine, allowed: most of the second repeat's prompts were served before."""
+    root = tmp_path_factory.mktemp("repeated") / "store"
+    extra = (
+        "grid.levers=[van]",
+        "grid.corpora=[chat_bench]",
+        "grid.repeats=2",
+        "grid.repeat_order=same_engine",
+    )
+    # 100 of chat_bench's 110 prompts per repeat, 8 tokens each: the repeats must overlap.
+    return root, *run_small(
+        root, *extra, "load.num_prompts=100", "load.max_tokens=8", "load.allow_repeats=true"
+    )
+
+
+def test_allowed_repeats_are_counted_and_the_store_agrees(repeated):
+    root, code, output = repeated
+    assert code == 0, output
+    cells = connect(root).execute("select * from cells").df().sort_values("repeat")
+    assert cells["engine_launch_id"].nunique() == 1
+    first, second = cells.itertuples()
+    assert first.prompts_reused == 0
+    assert second.prompts_reused == second.prompts_reused_earlier_repeat >= 80
+    earlier = sent_before(cells)
+    for row in (first, second):
+        reused = set(json.loads(row.measured_prompt_hashes)) & earlier[row.cell_key]
+        assert len(reused) == row.prompts_reused
