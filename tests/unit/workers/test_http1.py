@@ -94,7 +94,7 @@ def test_fast_event_path_equals_the_line_by_line_path_for_any_read_boundaries(cu
     fast = decode_response(response)
     slow = decode_stream(response.body_lines())
     assert fast == slow
-    assert fast.text == "def f():" and fast.chunk_tokens == [2, 1] and fast.saw_done
+    assert fast.text == "def f():" and list(fast.chunk_tokens) == [2, 1] and fast.saw_done
     assert len(fast.content_chunk_ns) == 2
 
 

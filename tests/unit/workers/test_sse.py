@@ -34,7 +34,7 @@ def test_chat_stream_tokens_come_from_usage_not_chunks():
         (60, b"data: [DONE]\n"),
     ]
     result = decode_stream(lines)
-    assert result.content_chunk_ns == [20, 40]
+    assert list(result.content_chunk_ns) == [20, 40]
     assert result.completion_tokens == 7
     assert result.prompt_tokens == 5
     assert result.finish_reason == "stop"
@@ -71,8 +71,8 @@ def test_token_ids_give_exact_tokens_per_chunk():
         (3, line({"choices": [{"index": 0, "text": "c", "token_ids": [9], "finish_reason": "stop"}]})),
     ]
     result = decode_stream(lines)
-    assert result.content_chunk_ns == [1, 2, 3]
-    assert result.chunk_tokens == [3, 1, 1]
+    assert list(result.content_chunk_ns) == [1, 2, 3]
+    assert list(result.chunk_tokens) == [3, 1, 1]
 
 
 def test_chunk_tokens_are_none_when_the_server_sends_no_ids():
