@@ -1,156 +1,238 @@
-"""Client CPU per output token: this project's client vs `vllm bench serve`, same stub, same run.
+"""Client CPU per chunk and memory: this project's client vs `vllm bench serve`, same stub, same run.
 
-Both clients drive the stand-in OpenAI server (tests/stubs/stub_engine.py,
-its own process) at concurrency 32, 256 tokens per request, with 1 and 4
-tokens per SSE chunk (4 is what speculative decoding produces). Each client
-runs twice, with N_SMALL and N_LARGE requests, in a subprocess whose CPU time
-(user + system, from getrusage of reaped children) is measured; the marginal
-CPU per token, (cpu_large - cpu_small) / (tokens_large - tokens_small),
-removes start-up and import costs. Printed: µs per token and per chunk, the
-share of one core the client would need at 33,500 output tok/s (the study's
-highest figure), and ours / vllm's ratio. "ours, no batch" reads every socket as
-soon as it is ready (load.read_batch_ms=0), to show what read batching saves.
+Both clients drive the stand-in OpenAI server (tests/stubs/stub_engine.py, its
+own process) at concurrency 32, with 1 and 4 tokens per SSE chunk (4 is what
+speculative decoding produces), under two arrivals:
+
+- paced (the realistic one): one chunk per stream every 5 ms on a clock shared
+  by all streams, as a batched decoder emits them; 1,024 tokens per request;
+- flood: the stub writes as fast as it can, 256 tokens per request (the
+  client's worst case: every read carries many events).
+
+Each client runs in its own subprocess, twice per measurement (a small and a
+large number of requests), and its CPU time (user + system) and peak RSS come
+from wait4(). The marginal CPU per chunk, (cpu_large - cpu_small) /
+(chunks_large - chunks_small), is the steady-state cost: start-up, imports and
+the ramp-up and drain of the load fall out. Every measurement is repeated
+(`--repeats`, default 3), clients interleaved within a repeat so drift on a
+shared machine falls on all of them alike; printed are the median, the
+min-max spread, and ours / vllm's ratio (target <= 0.25 at paced arrival).
+"ours rb=X" is this client with load.read_batch_ms=X. Last, the client's peak
+RSS at N and 3N requests (paced) shows whether memory grows with the run.
 """
 
 from __future__ import annotations
 
-import functools
+import argparse
 import json
 import os
-import resource
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from benchmarks import drive_vllm_bench
 from grid.schema import LoadSpec
 from workers.engine import free_port
 
-TARGET_TOK_PER_S = 33_500
 CONCURRENCY = 32
-MAX_TOKENS = 256
-N_SMALL, N_LARGE = 64, 2048
 TOKENIZER = os.environ.get("BENCH_TOKENIZER", ".cache/models/SmolLM2-135M-Instruct")
+TARGET_RATIO = 0.25
+RSS_TARGET_MB = 50
+
+
+@dataclass(frozen=True)
+class Arrival:
+    name: str
+    step_s: float  # 0: flood
+    max_tokens: int
+    n_small: int
+    n_large: int
+
+
+PACED = Arrival("paced 5 ms", 0.005, 1024, 32, 320)
+FLOOD = Arrival("flood", 0.0, 256, 64, 2048)
 
 
 @dataclass
 class Run:
-    tokens: float
+    chunks: int
+    tokens: int
     cpu_s: float
     wall_s: float
+    max_rss_mb: float
 
 
-def children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def run_child(argv: list[str]) -> tuple[str, float, float, float]:
+    """Run argv to completion; (stdout, CPU seconds, wall seconds, peak RSS MB) of that process alone."""
+    with tempfile.TemporaryFile() as err:
+        start_s = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
+        assert proc.stdout is not None
+        out = proc.stdout.read().decode()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall_s = time.perf_counter() - start_s
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = err.read()[-2000:].decode(errors="replace")
+            raise RuntimeError(f"{argv[2]} exited {proc.returncode}:\n{tail}")
+    return out, usage.ru_utime + usage.ru_stime, wall_s, usage.ru_maxrss / 1024
 
 
-def timed(argv: list[str], parse: Callable[[str], dict]) -> Run:
-    before = children_cpu_s()
-    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-    return Run(**parse(out), cpu_s=children_cpu_s() - before)
+def ours(url: str, n: int, max_tokens: int, tokens_per_chunk: int, read_batch_ms: float) -> Run:
+    argv = [sys.executable, "-m", "benchmarks.drive_ours", "--url", url, "--n", str(n),
+            "--concurrency", str(CONCURRENCY), "--max-tokens", str(max_tokens),
+            "--read-batch-ms", str(read_batch_ms)]  # fmt: skip
+    out, cpu_s, wall_s, rss = run_child(argv)
+    data = json.loads(out.strip().splitlines()[-1])
+    assert data["errors"] == 0, data
+    return Run(data["chunks"], data["tokens"], cpu_s, wall_s, rss)
 
 
-def ours(url: str, n: int, read_batch_ms: float = LoadSpec.read_batch_ms) -> Run:
-    def parse(out: str) -> dict:
-        data = json.loads(out.strip().splitlines()[-1])
-        assert data["errors"] == 0, data
-        return {"tokens": data["tokens"], "wall_s": data["wall_s"]}
-
-    argv = [
-        sys.executable,
-        "-m",
-        "benchmarks.drive_ours",
-        "--url",
-        url,
-        "--n",
-        str(n),
-        "--concurrency",
-        str(CONCURRENCY),
-        "--max-tokens",
-        str(MAX_TOKENS),
-        "--read-batch-ms",
-        str(read_batch_ms),
-    ]
-    return timed(argv, parse)
-
-
-def vllm_bench(url: str, n: int) -> Run:
-    def parse(out: str) -> dict:
-        data = drive_vllm_bench.result(out)
-        assert data["completed"] == n, data
-        return {"tokens": data["tokens"], "wall_s": data["wall_s"]}
-
+def vllm_bench(url: str, n: int, max_tokens: int, tokens_per_chunk: int) -> Run:
     extra = ["--model", "stub", "--dataset-name", "random", "--random-input-len", "32",
-             "--random-output-len", str(MAX_TOKENS)]  # fmt: skip
-    return timed(drive_vllm_bench.command(url, TOKENIZER, n, CONCURRENCY, extra), parse)
+             "--random-output-len", str(max_tokens)]  # fmt: skip
+    out, cpu_s, wall_s, rss = run_child(drive_vllm_bench.command(url, TOKENIZER, n, CONCURRENCY, extra))
+    data = drive_vllm_bench.result(out)
+    assert data["completed"] == n, data
+    chunks = -(-max_tokens // tokens_per_chunk) * n  # the stub's chunks: vllm bench does not count them
+    return Run(chunks, data["tokens"], cpu_s, wall_s, rss)
 
 
-def start_stub(tokens_per_chunk: int) -> tuple[subprocess.Popen, str]:
+@contextmanager
+def stub(arrival: Arrival, tokens_per_chunk: int) -> Iterator[str]:
     port = free_port()
-    env = {**os.environ, "STUB_TOKENS": str(MAX_TOKENS), "STUB_TOKENS_PER_CHUNK": str(tokens_per_chunk)}
+    env = {
+        **os.environ,
+        "STUB_TOKENS": str(arrival.max_tokens),
+        "STUB_TOKENS_PER_CHUNK": str(tokens_per_chunk),
+        "STUB_STEP_S": str(arrival.step_s),
+    }
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.stubs.stub_engine", "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(url + "/health", timeout=1)
-            return proc, url
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("stub server did not start")
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(url + "/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError("stub server did not start")
+        yield url
+    finally:
+        os.killpg(proc.pid, 9)  # the stub and its pretend engine-core child
+        proc.wait()
 
 
-def marginal(client: Callable[[str, int], Run], url: str) -> dict:
-    small, large = client(url, N_SMALL), client(url, N_LARGE)
-    cpu_per_tok_us = (large.cpu_s - small.cpu_s) / (large.tokens - small.tokens) * 1e6
-    return {
-        "cpu_us_per_token": cpu_per_tok_us,
-        "tok_per_s": large.tokens / large.wall_s,
-        "total_cpu_s": large.cpu_s,
+@dataclass
+class Marginal:
+    cpu_us_per_chunk: float
+    tokens_per_chunk: float
+    max_rss_mb: float
+    tok_per_s: float
+
+
+def marginal(client: Callable[[int], Run], arrival: Arrival) -> Marginal:
+    small, large = client(arrival.n_small), client(arrival.n_large)
+    return Marginal(
+        (large.cpu_s - small.cpu_s) / (large.chunks - small.chunks) * 1e6,
+        large.tokens / large.chunks,
+        large.max_rss_mb,
+        large.tokens / large.wall_s,
+    )
+
+
+def clients(url: str, arrival: Arrival, tpc: int, batches: list[float]) -> dict[str, Callable[[int], Run]]:
+    out: dict[str, Callable[[int], Run]] = {
+        f"ours rb={ms:g}": (lambda n, ms=ms: ours(url, n, arrival.max_tokens, tpc, ms)) for ms in batches
     }
+    out["vllm bench"] = lambda n: vllm_bench(url, n, arrival.max_tokens, tpc)
+    return out
+
+
+def spread(values: list[float]) -> str:
+    return f"{min(values):.1f}-{max(values):.1f}"
+
+
+def measure(arrival: Arrival, tpc: int, batches: list[float], repeats: int) -> None:
+    results: dict[str, list[Marginal]] = {}
+    with stub(arrival, tpc) as url:
+        runs = clients(url, arrival, tpc, batches)
+        for _ in range(repeats):
+            for name, client in runs.items():
+                results.setdefault(name, []).append(marginal(client, arrival))
+    vllm_us = statistics.median(m.cpu_us_per_chunk for m in results["vllm bench"])
+    for name, ms in results.items():
+        us = [m.cpu_us_per_chunk for m in ms]
+        med = statistics.median(us)
+        rss = statistics.median(m.max_rss_mb for m in ms)
+        tok_s = statistics.median(m.tok_per_s for m in ms)
+        ratio = "" if name == "vllm bench" else f"{med / vllm_us:>7.3f}"
+        print(
+            f"{arrival.name:>11} {tpc:>4} {name:>12} {med:>8.2f} {spread(us):>11} "
+            f"{med / ms[0].tokens_per_chunk:>8.2f} {rss:>7.1f} {tok_s:>8,.0f} {ratio:>7}",
+            flush=True,
+        )
+
+
+def rss_growth(read_batch_ms: float, repeats: int) -> None:
+    """Peak RSS of our client at N and 3N paced requests: flat means no Python object per chunk is kept."""
+    n1, n3 = PACED.n_large, 3 * PACED.n_large
+    with stub(PACED, 1) as url:
+        for _ in range(repeats):
+            a = ours(url, n1, PACED.max_tokens, 1, read_batch_ms)
+            b = ours(url, n3, PACED.max_tokens, 1, read_batch_ms)
+            per_chunk = (b.max_rss_mb - a.max_rss_mb) * 2**20 / (b.chunks - a.chunks)
+            print(
+                f"rss, ours rb={read_batch_ms:g}: {n1} requests {a.max_rss_mb:.1f} MB, {n3} requests "
+                f"{b.max_rss_mb:.1f} MB: {per_chunk:.1f} bytes per extra chunk (target < {RSS_TARGET_MB} MB)",
+                flush=True,
+            )
 
 
 def main() -> None:
-    print(
-        f"client CPU, concurrency {CONCURRENCY}, {MAX_TOKENS} tokens/request, marginal over "
-        f"{N_SMALL} -> {N_LARGE} requests; core share at {TARGET_TOK_PER_S:,} tok/s"
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=int(os.environ.get("BENCH_REPEATS", "3")))
+    parser.add_argument(
+        "--read-batch-ms",
+        type=lambda s: [float(x) for x in s.split(",")],
+        default=sorted({0.0, 1.0, LoadSpec.read_batch_ms}),
+        help="comma-separated read_batch_ms values of our client to measure",
     )
+    parser.add_argument("--arrivals", default="paced,flood", help="paced, flood, or both (comma-separated)")
+    parser.add_argument("--tokens-per-chunk", default="1,4")
+    parser.add_argument("--no-rss-growth", action="store_true")
+    args = parser.parse_args()
+    arrivals = [{"paced": PACED, "flood": FLOOD}[a] for a in args.arrivals.split(",")]
     print(
-        f"{'tok/chunk':>9} {'client':>14} {'µs/token':>9} {'µs/chunk':>9} {'core@33.5k':>10} {'tok/s':>8} "
-        f"{'CPU s, whole process':>21}"
+        f"client CPU per chunk, concurrency {CONCURRENCY}, marginal between a small and a large run, "
+        f"median of {args.repeats} (spread min-max); ratio = ours / vllm bench (target <= {TARGET_RATIO})"
     )
-    for tokens_per_chunk in (1, 4):
-        proc, url = start_stub(tokens_per_chunk)
-        try:
-            results = {
-                "ours": marginal(ours, url),
-                "ours, no batch": marginal(functools.partial(ours, read_batch_ms=0.0), url),
-                "vllm bench": marginal(vllm_bench, url),
-            }
-        finally:
-            proc.kill()
-            proc.wait()
-        for name, r in results.items():
-            share = r["cpu_us_per_token"] * TARGET_TOK_PER_S / 1e6
-            print(
-                f"{tokens_per_chunk:>9} {name:>14} {r['cpu_us_per_token']:>9.2f} "
-                f"{r['cpu_us_per_token'] * tokens_per_chunk:>9.2f} {share:>10.1%} {r['tok_per_s']:>8,.0f}"
-            )
-        ratio = results["ours"]["cpu_us_per_token"] / results["vllm bench"]["cpu_us_per_token"]
-        whole = results["ours"]["total_cpu_s"] / results["vllm bench"]["total_cpu_s"]
-        print(
-            f"{tokens_per_chunk:>9} {'ours/vllm':>14} {ratio:>9.3f}  (target <= 0.25); "
-            f"whole-process CPU of the {N_LARGE}-request run: {whole:.3f}"
-        )
+    for arrival in arrivals:
+        n = f"{arrival.n_small} -> {arrival.n_large}"
+        print(f"{arrival.name}: {arrival.max_tokens} tokens/request, {n} requests")
+    print(
+        f"{'arrival':>11} {'tok/':>4} {'client':>12} {'µs/chunk':>8} {'spread':>11} {'µs/token':>8} "
+        f"{'RSS MB':>7} {'tok/s':>8} {'ratio':>7}"
+    )
+    for arrival in arrivals:
+        for tpc in (int(x) for x in args.tokens_per_chunk.split(",")):
+            measure(arrival, tpc, args.read_batch_ms, args.repeats)
+    if not args.no_rss_growth:
+        rss_growth(LoadSpec.read_batch_ms, 1)
 
 
 if __name__ == "__main__":
