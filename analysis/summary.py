@@ -111,6 +111,12 @@ def render(frame: pd.DataFrame, console: Console | None = None) -> None:
     for row in frame.itertuples():
         if getattr(row, "valid", True) is False:
             console.print(f"INVALID {row.model}/{row.corpus}/{row.lever}: {row.invalid_reasons}")
+        reused = getattr(row, "prompts_reused", None)
+        if reused is not None and pd.notna(reused) and reused > 0:
+            console.print(
+                f"REPEATED PROMPTS {row.model}/{row.corpus}/{row.lever}: {int(reused)} measured requests "
+                "reused a prompt the engine had served (load.allow_repeats); not comparable with clean cells"
+            )
 
 
 def render_repeats(frame: pd.DataFrame, console: Console) -> None:

@@ -9,6 +9,7 @@ import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from analysis.gpu_time import share_line
 from analysis.summary import latest_cells, render, render_repeats
 from grid.anchor import anchor_cells
 from grid.cells import stable_hash
@@ -90,6 +91,8 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     render(session_cells, console)
     if config.grid.repeats > 1 and not session_cells.empty:
         render_repeats(session_cells, console)
+    if not session_cells.empty and (share := share_line(session_cells)):
+        console.print(share)
     console.print(
         f"done {len(final) - len(failed)}, failed {len(failed)}, skipped {len(cells) - len(todo)} "
         f"(attempts {len(outcomes)})"

@@ -233,6 +233,7 @@ def repeated(tmp_path_factory):
 def test_allowed_repeats_are_counted_and_the_store_agrees(repeated):
     root, code, output = repeated
     assert code == 0, output
+    assert "REPEATED PROMPTS tiny/chat_bench/van" in output
     cells = connect(root).execute("select * from cells").df().sort_values("repeat")
     assert cells["engine_launch_id"].nunique() == 1
     first, second = cells.itertuples()
