@@ -111,6 +111,99 @@ def judge(lever: Comparison, floor: Comparison | None, cfg: EquivalenceConfig) -
     )
 
 
+@dataclass(frozen=True)
+class Paired:
+    """The lever's and van's replicate's agreement with van, prompt by prompt over the same prompts.
+
+    n_prompts          prompts all three runs answered (both-empty ones left out)
+    lever_matches      prompts where the lever's output equals van's
+    floor_matches      prompts where van's replicate equals van's
+    floor_only         discordant: the replicate matches van, the lever does not
+    lever_only         discordant: the lever matches van, the replicate does not
+    p_value            exact one-sided McNemar: P(X >= floor_only), X ~ Binomial(floor_only + lever_only, 1/2)
+    lever_prefix_share / floor_prefix_share
+                       median over prompts of the share of van's output matched before the first
+                       divergence (1.0 when equal): the continuous measure beside the test
+    """
+
+    n_prompts: int
+    lever_matches: int
+    floor_matches: int
+    floor_only: int
+    lever_only: int
+    p_value: float
+    lever_prefix_share: float | None
+    floor_prefix_share: float | None
+
+
+def binomial_tail(k: int, n: int) -> float:
+    """P(X >= k) for X ~ Binomial(n, 1/2), exactly."""
+    if n == 0:
+        return 1.0
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n
+
+
+def prefix_share(reference: str, candidate: str) -> float:
+    """Share of `reference` that `candidate` reproduces before they first differ (1.0 when equal)."""
+    divergence = first_divergence(reference, candidate)
+    if divergence is None:
+        return 1.0
+    return divergence / len(reference) if reference else 0.0
+
+
+def compare_paired(
+    van: Mapping[Hashable, str], lever: Mapping[Hashable, str], floor: Mapping[Hashable, str]
+) -> Paired:
+    """Paired agreement over the prompts (keys: prompt ids) that all three runs answered."""
+    common = sorted(set(van) & set(lever) & set(floor), key=str)
+    shared = [key for key in common if van[key] or lever[key] or floor[key]]
+    lever_eq = [lever[key] == van[key] for key in shared]
+    floor_eq = [floor[key] == van[key] for key in shared]
+    floor_only = sum(1 for a, b in zip(lever_eq, floor_eq, strict=True) if b and not a)
+    lever_only = sum(1 for a, b in zip(lever_eq, floor_eq, strict=True) if a and not b)
+
+    def median_share(run: Mapping[Hashable, str]) -> float | None:
+        return statistics.median(prefix_share(van[k], run[k]) for k in shared) if shared else None
+
+    return Paired(
+        len(shared),
+        sum(lever_eq),
+        sum(floor_eq),
+        floor_only,
+        lever_only,
+        binomial_tail(floor_only, floor_only + lever_only),
+        median_share(lever),
+        median_share(floor),
+    )
+
+
+def judge_paired(paired: Paired, cfg: EquivalenceConfig) -> Verdict:
+    """PASS unless the lever agrees with van significantly less often than van agrees with itself.
+
+    Exact McNemar on the discordant prompts, one-sided at cfg.alpha. Where van's
+    replicate matched van on every prompt (a deterministic engine, e.g. float32
+    on the CPU), any prompt the lever changed is a difference no noise explains,
+    so it fails. Fewer than cfg.min_prompts prompts in common: no evidence
+    either way (NO_REFERENCE, which never counts as a pass).
+    """
+    if paired.n_prompts < cfg.min_prompts:
+        return Verdict(
+            NO_REFERENCE,
+            f"{paired.n_prompts} prompts in common with van and its replicate; the paired test needs "
+            f">= {cfg.min_prompts} (gates.equivalence.min_prompts)",
+        )
+    deterministic = paired.floor_matches == paired.n_prompts
+    failed = paired.p_value < cfg.alpha or (deterministic and paired.floor_only > 0)
+    figures = (
+        f"lever = van on {paired.lever_matches}/{paired.n_prompts}, replicate = van on "
+        f"{paired.floor_matches}/{paired.n_prompts}; discordant {paired.floor_only} against the lever, "
+        f"{paired.lever_only} for it, McNemar p = {paired.p_value:.3g}"
+    )
+    if deterministic and paired.floor_only > 0:
+        return Verdict(FAIL, f"{figures}; van is deterministic here, so every changed output is the lever's")
+    return Verdict(FAIL if failed else PASS, f"{figures} ({'<' if failed else '>='} {cfg.alpha})")
+
+
 # Per position: token -> logprob for the run's top k tokens (token ids or strings).
 TopLogprobs = Sequence[Mapping[Hashable, float]]
 

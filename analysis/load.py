@@ -35,7 +35,10 @@ def measured_cells(con: duckdb.DuckDBPyConnection, cell_keys: Collection[str] | 
             "valid",
         ]
         return pd.DataFrame(columns=columns)
-    where = ["anchor IS NULL"] if "anchor" in _columns(con, "cells") else []
+    columns = _columns(con, "cells")
+    where = ["anchor IS NULL"] if "anchor" in columns else []
+    # The equivalence gate's van replicates measure its noise floor, not a lever.
+    where += ["replicate IS NOT TRUE"] if "replicate" in columns else []
     params: dict[str, object] = {}
     if cell_keys is not None:
         where.append("list_contains($keys, cell_key)")

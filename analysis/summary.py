@@ -44,6 +44,8 @@ def latest_cells(root: Path, session_id: str | None = None) -> pd.DataFrame:
     ).df()
     if "anchor" in frame.columns:  # drift anchors are analysed apart (analysis of drift), not as cells
         frame = frame[frame["anchor"].isna()]
+    if "replicate" in frame.columns:  # van replicates are the equivalence gate's noise floor
+        frame = frame[~frame["replicate"].fillna(False).astype(bool)]
     van = frame[frame["lever"] == "van"][["model", "corpus", "repeat", "output_tok_per_s"]]
     frame = frame.merge(van, on=["model", "corpus", "repeat"], how="left", suffixes=("", "_van"))
     frame["speedup_vs_van"] = frame["output_tok_per_s"] / frame["output_tok_per_s_van"]

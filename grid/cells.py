@@ -110,6 +110,9 @@ class Cell:
     launch: int = 0
     # "start" / "end" for a session's drift anchor (grid/anchor.py), else None.
     anchor: str | None = None
+    # True for the second greedy van run of the same prompts on a fresh engine,
+    # the equivalence gate's noise floor (grid/expand.py: van_replicates).
+    replicate: bool = False
 
     @property
     def key(self) -> str:
@@ -121,13 +124,15 @@ class Cell:
                 "repeat": self.repeat,
                 # Only anchors carry the field, so existing keys stay as they were.
                 **({"anchor": self.anchor} if self.anchor else {}),
+                **({"replicate": True} if self.replicate else {}),
             }
         )
 
     @property
     def label(self) -> str:
         anchor = f"/anchor-{self.anchor}" if self.anchor else ""
-        return f"{self.engine_spec.label}/{self.corpus.name}/r{self.repeat}{anchor}"
+        replicate = "/replicate" if self.replicate else ""
+        return f"{self.engine_spec.label}/{self.corpus.name}/r{self.repeat}{anchor}{replicate}"
 
     def as_record(self) -> dict[str, Any]:
         """Flat, JSON-able description stored beside the cell's results."""
@@ -141,6 +146,7 @@ class Cell:
             "corpus": self.corpus.name,
             "repeat": self.repeat,
             "anchor": self.anchor,
+            "replicate": self.replicate,
             "concurrency": self.load.concurrency,
             "max_tokens": self.load.max_tokens,
             "config_json": canonical_json(

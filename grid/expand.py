@@ -37,6 +37,8 @@ def to_config(cfg: DictConfig) -> Config:
 
 
 ENGINE_REUSE = ("auto", "per_spec", "per_corpus")
+# The lever every other is compared with, for speed and for outputs.
+REFERENCE_LEVER = "van"
 
 
 def fresh_per_corpus(cell: Cell, grid: GridSpec) -> bool:
@@ -128,6 +130,32 @@ def skip_reason(model: ModelSpec, lever: LeverSpec) -> str | None:
     return None
 
 
+def judged_by_exact_match(lever: LeverSpec) -> bool:
+    """Levers the gate holds to van's outputs: all but van and those that change outputs on purpose."""
+    return lever.name != REFERENCE_LEVER and not lever.quantized
+
+
+def van_replicates(cells: list[Cell], config: Config, corpora: list[CorpusSpec]) -> list[Cell]:
+    """Per model x corpus, a second greedy van run of repeat 0's prompts, each on a fresh engine.
+
+    The equivalence gate's paired test needs van's own run-to-run agreement on
+    the same prompts (bf16 on GPUs is not reproducible under concurrency);
+    added only where some lever of the model is judged by exact match and
+    gates.equivalence.van_replicate is on. Launches numbered below 0, one per
+    corpus, so a replicate never shares an engine with the van cells it repeats.
+    """
+    if not config.gates.equivalence.van_replicate or config.load.temperature != 0:
+        return []
+    judged = {c.engine_spec.model.name for c in cells if judged_by_exact_match(c.engine_spec.lever)}
+    return [
+        replace(c, replicate=True, launch=-1 - corpora.index(c.corpus))
+        for c in cells
+        if c.engine_spec.lever.name == REFERENCE_LEVER
+        and c.repeat == 0
+        and c.engine_spec.model.name in judged
+    ]
+
+
 def expand_all(config: Config, conf_dir: Path = CONF_DIR) -> Expansion:
     """All cells of the grid plus the skipped combinations.
 
@@ -171,6 +199,7 @@ def expand_all(config: Config, conf_dir: Path = CONF_DIR) -> Expansion:
         else c
         for c in cells
     ]
+    cells += van_replicates(cells, config, corpora)
     keys = [c.key for c in cells]
     if len(set(keys)) != len(keys):
         raise ConfigError("two cells have the same key; the grid lists the same combination twice")

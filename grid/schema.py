@@ -262,6 +262,15 @@ class EquivalenceConfig:
     max_exact_match_drop: float = 0.05
     # Without a second van run to measure the floor: the rate a lever needs.
     min_exact_match_without_floor: float = 1.0
+    # Add, per model x corpus, a second greedy van run of the same prompts on a
+    # fresh engine (a `replicate` cell) wherever a lever is judged by exact
+    # match: the paired test's noise floor. Its cost shows in `plan`.
+    van_replicate: bool = True
+    # The paired test (analysis/equivalence.py: judge_paired): fewer prompts in
+    # common than this is no evidence either way (no_reference, never a pass).
+    min_prompts: int = 20
+    # One-sided significance of the exact McNemar test on discordant prompts.
+    alpha: float = 0.05
     # Logprob probe (workers/probe.py): after its measured requests, each cell
     # scores the text of this many corpus prompts with top-k prompt logprobs
     # (0: off). Not part of the measurement; it feeds the gate for quantised

@@ -1,16 +1,20 @@
 """After a session: judge every lever's outputs against van's and store the verdicts.
 
-Cells are compared when they sent the same prompts in the same order: same
-model, corpus, number of prompts, seed and max_tokens (request i is then the
-same prompt in both). The reference is a van run at temperature 0 (the grid's
-own van cell before the drift anchors); a second van run of the same prompts,
-when there is one (an anchor, a repeat), measures the noise floor. Verdicts
-land in <root>/equivalence/<session_id>.parquet, one row per judged cell.
+Cells are compared when they sent the same prompts: same model, corpus,
+number of prompts, prompt seed (load.seed + repeat) and max_tokens; outputs are
+matched prompt by prompt (prompt ids). The reference is a van run at
+temperature 0 (the grid's own van cell, not a replicate or anchor); the second
+van run of the same prompts (the grid's `replicate` cell, else an anchor)
+measures van's own run-to-run agreement. Verdicts are keyed by (model, lever,
+K, corpus) and land in <root>/equivalence/<session_id>.parquet.
 
-Lossless levers are judged by exact match (analysis/equivalence.py: judge);
-quantised levers (lever.quantized) by the logprob probe's top-k agreement and
-KL against van (judge_distribution). Both kinds report the probe's figures
-when both cells ran it.
+Lossless levers are judged by a paired test against that replicate
+(analysis/equivalence.py: judge_paired, exact McNemar on discordant prompts);
+without a replicate, by exact match against a fixed rate (judge). Levers that
+change outputs on purpose (lever.quantized, from the lever's config, never
+from the verdict rows) by the logprob probe's top-k agreement and KL against
+van (judge_distribution). Every row reports the probe's figures when both
+cells ran it.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ from analysis.equivalence import (
     Distribution,
     compare,
     compare_distributions,
+    compare_paired,
     judge,
     judge_distribution,
+    judge_paired,
 )
 from grid.schema import EquivalenceConfig
 from store.atomic import write_parquet
@@ -48,6 +54,13 @@ VERDICT_COLUMNS = [
     "exact_match_rate",
     "noise_floor_exact_match_rate",
     "first_divergence_chars_median",
+    # The paired test (judge_paired): van's replicate, discordant prompts, McNemar p.
+    "floor_cell_key",
+    "discordant_against_lever",
+    "discordant_for_lever",
+    "mcnemar_p",
+    "lever_prefix_share_median",
+    "floor_prefix_share_median",
     "probe_positions",
     "topk_agreement",
     "kl_nats",
@@ -57,7 +70,7 @@ VERDICT_COLUMNS = [
     "verdict",
     "reason",
 ]
-SAME_PROMPTS = ["model", "corpus", "num_prompts", "seed", "max_tokens"]
+SAME_PROMPTS = ["model", "corpus", "num_prompts", "prompt_seed", "max_tokens"]
 REFERENCE_LEVER = "van"
 
 
@@ -65,7 +78,7 @@ REFERENCE_LEVER = "van"
 Probes = dict[str, dict[tuple[str, int], dict[int, float]]]
 
 
-def latest_runs(root: Path) -> tuple[pd.DataFrame, dict[str, dict[int, str]], Probes]:
+def latest_runs(root: Path) -> tuple[pd.DataFrame, dict[str, dict[str, str]], Probes]:
     """Latest ok attempt per cell (with its load settings), its outputs by request index, its probe."""
     con = connect(root)
     if not (has_view(con, "cells") and has_view(con, "requests")):
@@ -78,16 +91,24 @@ def latest_runs(root: Path) -> tuple[pd.DataFrame, dict[str, dict[int, str]], Pr
     for name in ("num_prompts", "seed", "temperature"):
         cells[name] = config.map(lambda c, name=name: c["load"][name])
     cells["quantized"] = config.map(lambda c: bool(c.get("lever", {}).get("quantized")))
-    if "anchor" not in cells.columns:
-        cells["anchor"] = None
+    # Cells stored before each repeat had its own seed shuffled with load.seed alone.
+    if "prompt_seed" not in cells.columns:
+        cells["prompt_seed"] = cells["seed"]
+    cells["prompt_seed"] = cells["prompt_seed"].fillna(cells["seed"])
+    for name in ("anchor", "replicate"):
+        if name not in cells.columns:
+            cells[name] = None
     rows = con.execute(
-        "SELECT attempt_id, request_idx, output_text FROM requests "
-        "WHERE error_type IS NULL AND attempt_id IN (SELECT unnest($ids))",
+        "SELECT attempt_id, prompt_id, output_text FROM requests "
+        "WHERE error_type IS NULL AND attempt_id IN (SELECT unnest($ids)) ORDER BY request_idx",
         {"ids": list(cells["attempt_id"])},
     ).df()
-    outputs: dict[str, dict[int, str]] = {}
+    outputs: dict[str, dict[str, str]] = {}
     for attempt_id, group in rows.groupby("attempt_id"):
-        outputs[str(attempt_id)] = dict(zip(group["request_idx"], group["output_text"], strict=True))
+        # A prompt sent twice (load.allow_repeats) is judged on its first answer.
+        answers = outputs.setdefault(str(attempt_id), {})
+        for prompt_id, text in zip(group["prompt_id"], group["output_text"], strict=True):
+            answers.setdefault(str(prompt_id), text)
     return cells, outputs, latest_probes(con, list(cells["attempt_id"]))
 
 
@@ -121,15 +142,16 @@ def verdicts(root: Path, session_id: str, cfg: EquivalenceConfig) -> pd.DataFram
         return pd.DataFrame(columns=VERDICT_COLUMNS)
     for _, group in cells.groupby(SAME_PROMPTS, dropna=False):
         greedy_van = group[(group["lever"] == REFERENCE_LEVER) & (group["temperature"] == 0)]
-        # The grid's own van cell first, anchors after: the reference is the cell users see.
-        greedy_van = greedy_van.sort_values("anchor", na_position="first")
+        # The grid's own van cell first, then its replicate, then anchors: the reference users see.
+        order = greedy_van["anchor"].notna() * 2 + greedy_van["replicate"].fillna(False).astype(bool)
+        greedy_van = greedy_van.iloc[order.argsort(kind="stable")]
         reference = greedy_van.iloc[0] if len(greedy_van) else None
+        second = greedy_van.iloc[1] if len(greedy_van) > 1 else None
         floor: Comparison | None = None
         floor_dist: Distribution | None = None
-        if len(greedy_van) > 1:
-            first, second = greedy_van.iloc[0]["attempt_id"], greedy_van.iloc[1]["attempt_id"]
-            floor = compare(outputs.get(first, {}), outputs.get(second, {}))
-            floor_dist = distribution(probes, first, second)
+        if reference is not None and second is not None:
+            floor = compare(outputs.get(reference["attempt_id"], {}), outputs.get(second["attempt_id"], {}))
+            floor_dist = distribution(probes, reference["attempt_id"], second["attempt_id"])
         for _, cell in group.iterrows():
             if cell["lever"] == REFERENCE_LEVER and cell["temperature"] == 0:
                 continue
@@ -138,14 +160,33 @@ def verdicts(root: Path, session_id: str, cfg: EquivalenceConfig) -> pd.DataFram
             if reference is None:
                 found.append({**row, "verdict": NO_REFERENCE, "reason": "no greedy van run of these prompts"})
                 continue
-            lever = compare(outputs.get(reference["attempt_id"], {}), outputs.get(cell["attempt_id"], {}))
+            van_out = outputs.get(reference["attempt_id"], {})
+            lever = compare(van_out, outputs.get(cell["attempt_id"], {}))
             dist = distribution(probes, reference["attempt_id"], cell["attempt_id"])
-            verdict = judge_distribution(dist, cfg) if cell["quantized"] else judge(lever, floor, cfg)
+            paired = (
+                compare_paired(
+                    van_out, outputs.get(cell["attempt_id"], {}), outputs.get(second["attempt_id"], {})
+                )
+                if second is not None
+                else None
+            )
+            if cell["quantized"]:
+                verdict = judge_distribution(dist, cfg)
+            elif paired is not None:
+                verdict = judge_paired(paired, cfg)
+            else:
+                verdict = judge(lever, None, cfg)
             found.append(
                 {
                     **row,
                     "reference_cell_key": reference["cell_key"],
-                    "n_prompts": lever.n_prompts,
+                    "floor_cell_key": second["cell_key"] if second is not None else None,
+                    "discordant_against_lever": paired.floor_only if paired else None,
+                    "discordant_for_lever": paired.lever_only if paired else None,
+                    "mcnemar_p": paired.p_value if paired else None,
+                    "lever_prefix_share_median": paired.lever_prefix_share if paired else None,
+                    "floor_prefix_share_median": paired.floor_prefix_share if paired else None,
+                    "n_prompts": paired.n_prompts if paired else lever.n_prompts,
                     "exact_match_rate": lever.exact_match_rate,
                     "noise_floor_exact_match_rate": floor.exact_match_rate if floor else None,
                     "first_divergence_chars_median": lever.first_divergence_median,
@@ -166,8 +207,12 @@ def write_verdicts(root: Path, session_id: str, cfg: EquivalenceConfig) -> pd.Da
     """Compute and store the session's verdicts (atomically); return them."""
     frame = verdicts(root, session_id, cfg)
     if not frame.empty:
-        floats = {name: "Float64" for name in ("topk_agreement", "kl_nats", "noise_floor_kl_nats")}
-        types = {"n_prompts": "Int64", "probe_positions": "Int64", **floats}
+        floats = (
+            "topk_agreement", "kl_nats", "noise_floor_kl_nats", "mcnemar_p",
+            "lever_prefix_share_median", "floor_prefix_share_median",
+        )  # fmt: skip
+        ints = ("n_prompts", "probe_positions", "discordant_against_lever", "discordant_for_lever")
+        types = {**dict.fromkeys(ints, "Int64"), **dict.fromkeys(floats, "Float64")}
         table = pa.Table.from_pandas(frame.astype(types), preserve_index=False)
         write_parquet(StoreLayout(root).equivalence_file(session_id), table)
     return frame

@@ -125,9 +125,8 @@ def test_w4a4_without_variant_is_skipped_with_reason():
 
 
 def test_final_grid_shape():
-    expansion = expand_all(
-        to_config(compose_config(["experiment=final", PER_SPEC, "grid.own_engine_corpora=[]"]))
-    )
+    overrides = ["experiment=final", PER_SPEC, "grid.own_engine_corpora=[]", "grid.repeats=1"]
+    expansion = expand_all(to_config(compose_config(overrides)))
     groups = group_by_engine(expansion.cells)
     models = {g.spec.model.name for g in groups}
     assert len(models) == 11
@@ -142,9 +141,13 @@ def test_final_grid_shape():
         "mix",
     }
     with_variant = {g.spec.model.name for g in groups if g.spec.lever.name == "w4a4"}
+    replicates = [c for c in expansion.cells if c.replicate]
+    # A van replicate per model x corpus, each on its own launch.
+    assert len(replicates) == 11 * 8
+    shared = [g for g in groups if not g.cells[0].replicate]
     # van + suffix + bestkpad x 4 K + dynk, plus w4a4 where a variant exists.
-    assert len(groups) == 7 * 11 + len(with_variant)
-    assert len(expansion.cells) == 8 * len(groups)
+    assert len(shared) == 7 * 11 + len(with_variant)
+    assert len(expansion.cells) == 8 * len(shared) + len(replicates)
     assert len(expansion.skipped) == 11 - len(with_variant)
     big = {g.spec.model.name for g in groups if g.gpus == 8}
     assert {"llama31_405b_fp8", "deepseek_r1"} <= big
@@ -218,3 +221,39 @@ def test_mix_gets_an_engine_of_its_own_even_where_engines_are_shared():
         ("mix",),
         ("mix",),
     ]
+
+
+def test_van_replicates_are_added_per_model_and_corpus_on_fresh_engines_where_levers_are_judged():
+    config = to_config(compose_config(["experiment=smoke", "gates.equivalence.van_replicate=true"]))
+    cells = expand(config)
+    replicates = [c for c in cells if c.replicate]
+    assert sorted(c.label for c in replicates) == [
+        "tiny/van/chat_bench/r0/replicate",
+        "tiny/van/code_complete/r0/replicate",
+    ]
+    van = {c.corpus.name: c for c in cells if c.engine_spec.lever.name == "van" and not c.replicate}
+    for rep in replicates:
+        twin = van[rep.corpus.name]
+        assert (
+            rep.load == twin.load and rep.engine_spec == twin.engine_spec
+        )  # the same prompts, the same launch args
+        assert rep.key != twin.key
+    groups = group_by_engine(cells)
+    # Each replicate alone on its launch: its prompts are new to its engine.
+    assert all(len(g.cells) == 1 for g in groups if any(c.replicate for c in g.cells))
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "grid.levers=[van]",
+        "grid.levers=[van,w4a4]",
+        "load.temperature=1.0",
+        "gates.equivalence.van_replicate=false",
+    ],
+)
+def test_no_replicate_where_nothing_is_judged_by_exact_match(override):
+    overrides = ["experiment=smoke", "gates.equivalence.van_replicate=true", override]
+    if "w4a4" in override:
+        overrides.append("+grid.ks={}")
+    assert not any(c.replicate for c in cells_for(*overrides))

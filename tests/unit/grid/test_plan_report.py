@@ -22,6 +22,8 @@ def test_final_plan_json_via_the_cli():
             "experiment=final",
             "grid.engine_reuse=per_spec",
             "grid.own_engine_corpora=[]",
+            "grid.repeats=1",
+            "gates.equivalence.van_replicate=false",
             "format=json",
         ],
         capture_output=True,
@@ -37,7 +39,13 @@ def test_final_plan_json_via_the_cli():
 
 
 def test_engine_launches_equal_engine_specs_not_cells():
-    shared = ["experiment=final", "grid.engine_reuse=per_spec", "grid.own_engine_corpora=[]"]
+    shared = [
+        "experiment=final",
+        "grid.engine_reuse=per_spec",
+        "grid.own_engine_corpora=[]",
+        "grid.repeats=1",
+    ]
+    shared.append("gates.equivalence.van_replicate=false")  # replicates run on launches of their own
     summary = plan_summary(shared)
     cells = expand(to_config(compose_config(shared)))
     assert summary["engine_launches"] == len({c.engine_spec.key for c in cells}) < len(cells)

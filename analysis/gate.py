@@ -1,0 +1,61 @@
+"""Whether a lever has cleared the output-equivalence gate where it is used. Pure.
+
+One rule for the analysis (analysis/final.py) and tune (experiments/decide.py):
+a lever is usable for a model only if its latest verdict is 'pass' for that
+model, lever and K on every corpus it is scored on. A missing verdict or
+'no_reference' is no evidence that its outputs are right, so it never counts
+as a pass; verdicts of other models never count at all. van is the reference
+and needs none.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import pandas as pd
+
+from analysis.equivalence import PASS
+
+REFERENCE_LEVER = "van"
+KEY = ["model", "lever", "k", "corpus"]
+
+
+def latest_verdicts(equivalence: pd.DataFrame | None) -> pd.DataFrame:
+    """The latest verdict (by session id) per (model, lever, K, corpus)."""
+    if equivalence is None or equivalence.empty:
+        return pd.DataFrame(columns=[*KEY, "verdict", "reason"])
+    return equivalence.sort_values("session_id", kind="stable").groupby(KEY, dropna=False).tail(1)
+
+
+def parse_k_by_corpus(text: str) -> list[tuple[str, int]]:
+    """'chat:4, code_edit:8' -> [('chat', 4), ('code_edit', 8)] (analysis/final.py: k_by_corpus)."""
+    pairs = []
+    for part in text.split(","):
+        corpus, _, k = part.strip().rpartition(":")
+        pairs.append((corpus, int(float(k))))
+    return pairs
+
+
+def gate_problems(
+    latest: pd.DataFrame, model: str, lever: str, k_by_corpus: Iterable[tuple[str, int]]
+) -> list[str]:
+    """Why `lever` may not be used for `model` ('corpus: reason' each); empty when it cleared the gate."""
+    if lever == REFERENCE_LEVER:
+        return []
+    problems = []
+    for corpus, k in k_by_corpus:
+        k = 0 if k is None or (isinstance(k, float) and math.isnan(k)) else int(k)
+        rows = latest[
+            (latest["model"] == model)
+            & (latest["lever"] == lever)
+            & (latest["k"] == k)
+            & (latest["corpus"] == corpus)
+        ]
+        if rows.empty:
+            problems.append(
+                f"{corpus}: no equivalence verdict for {model}/{lever} K={k}, which is not a pass"
+            )
+        elif (verdict := rows.iloc[-1]["verdict"]) != PASS:
+            problems.append(f"{corpus}: {verdict} ({rows.iloc[-1]['reason']})")
+    return problems

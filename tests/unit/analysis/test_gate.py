@@ -1,0 +1,43 @@
+"""The gate bans what its name says: only a 'pass' for this model, lever, K and corpus clears a lever."""
+
+import pandas as pd
+
+from analysis.gate import gate_problems, latest_verdicts, parse_k_by_corpus
+
+
+def verdicts(*rows):
+    """rows: (session, model, lever, k, corpus, verdict)."""
+    frame = pd.DataFrame(rows, columns=["session_id", "model", "lever", "k", "corpus", "verdict"])
+    return latest_verdicts(frame.assign(reason="why"))
+
+
+def test_a_pass_on_every_scored_corpus_clears_the_lever():
+    latest = verdicts(("s1", "m", "bestkpad", 4, "chat", "pass"), ("s1", "m", "bestkpad", 8, "code", "pass"))
+    assert gate_problems(latest, "m", "bestkpad", [("chat", 4), ("code", 8)]) == []
+
+
+def test_different_k_per_corpus_is_checked_at_each_corpus_k():
+    # The old key (model, lever, K) with K = NaN for mixed K never matched a fail.
+    latest = verdicts(("s1", "m", "bestkpad", 4, "chat", "pass"), ("s1", "m", "bestkpad", 8, "code", "fail"))
+    problems = gate_problems(latest, "m", "bestkpad", parse_k_by_corpus("chat:4, code:8"))
+    assert problems == ["code: fail (why)"]
+
+
+def test_missing_and_no_reference_verdicts_never_pass():
+    latest = verdicts(("s1", "m", "w4a4", 0, "chat", "no_reference"))
+    problems = gate_problems(latest, "m", "w4a4", [("chat", 0), ("code", 0)])
+    assert problems[0] == "chat: no_reference (why)"
+    assert problems[1].startswith("code: no equivalence verdict")
+    assert gate_problems(verdicts(), "m", "suffix", [("chat", 8)])  # no rows at all: still banned
+
+
+def test_another_models_pass_does_not_clear_this_model():
+    latest = verdicts(("s1", "tiny", "suffix", 8, "chat", "pass"), ("s1", "big", "suffix", 8, "chat", "fail"))
+    assert gate_problems(latest, "big", "suffix", [("chat", 8)]) == ["chat: fail (why)"]
+    assert gate_problems(latest, "tiny", "suffix", [("chat", 8)]) == []
+
+
+def test_the_latest_session_decides_and_van_needs_no_verdict():
+    latest = verdicts(("s1", "m", "suffix", 8, "chat", "fail"), ("s2", "m", "suffix", 8, "chat", "pass"))
+    assert gate_problems(latest, "m", "suffix", [("chat", 8)]) == []
+    assert gate_problems(latest, "m", "van", [("chat", 0)]) == []
