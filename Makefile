@@ -54,6 +54,9 @@ bench: assets ## Client CPU per token vs vllm bench serve (stub), then both on t
 	$(PY) -m benchmarks.client_overhead
 	$(PY) -m benchmarks.crosscheck_engine
 
+power: setup ## Error rates of the decision rule by simulation (false keep, power per n repeats)
+	$(PY) -m analysis.power $(ARGS)
+
 lint: setup ## ruff check and format check
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .

@@ -4,20 +4,34 @@ Every session runs one anchor cell (by default `van` on the first model and
 corpus) first and again last; its summary rows carry `anchor` = 'start' / 'end'
 (null for every other cell). Definitions, over VALID anchor runs only:
 
-  within-session drift of session s (relative band):
+  within-session drift of session s (relative range, shown per session):
       drift_rel(s) = (max a - min a) / mean a,  a = the session's anchor tok/s
       = |end - start| / ((start + end) / 2) with one start and one end run
+  anchor pairs of session s: its anchor runs in time order (start, ..., end),
+      each consecutive pair (a_i, a_i+1) gives d = ln a_i+1 - ln a_i;
+      n_anchor_pairs(s) = how many, anchor_log_ss(s) = sum of d^2
+  pooled drift of sessions S (every anchor pair of every session in S):
+      pooled_rel(S) = DRIFT_FACTOR * sqrt(sum_s anchor_log_ss(s) / sum_s n_anchor_pairs(s))
+      i.e. the root mean square of the anchor log differences (the SD of the
+      drift between two runs of the same cell, taking its mean as 0), times
+      DRIFT_FACTOR = 1. With one session of one start and one end run this is
+      |ln(end / start)|, which differs from drift_rel(s) by less than 0.1 % of it
+      for drifts under 5 %; with more sessions (or more anchor runs) it pools
+      every pair instead of taking the worst single one.
   between-session drift of sessions S (same anchor cell):
       between_rel(S) = (max_s m_s - min_s m_s) / mean_s m_s,  m_s = mean anchor tok/s of s
   drift band of a comparison whose numbers come from sessions S:
-      band(S) = max(max_{s in S} drift_rel(s), between_rel(S))   (between_rel = 0 for one session)
+      band(S) = max(pooled_rel(S), between_rel(S))   (between_rel = 0 for one session)
 
-A difference counts as real only when it exceeds band(S); NaN (drift unknown)
-when a session in S has fewer than two valid anchor runs.
+analysis.decision calls a difference real only when its whole interval lies
+beyond band(S); NaN (drift unknown) when a session in S has fewer than two valid
+anchor runs. Drift tables without the pair columns (built by hand) count each
+session's drift_rel as one pair.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable
 
@@ -35,7 +49,11 @@ DRIFT_COLUMNS = [
     "anchor_end_tok_per_s",
     "anchor_mean_tok_per_s",
     "drift_rel",
+    "n_anchor_pairs",
+    "anchor_log_ss",
 ]
+DRIFT_FACTOR = 1.0
+POSITION_ORDER = {"start": 0, "end": 2}
 
 
 def split_anchors(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -61,6 +79,15 @@ def _position_mean(runs: pd.DataFrame, position: str) -> float:
     return float(values.mean()) if len(values) else math.nan
 
 
+def anchor_pairs(runs: pd.DataFrame) -> tuple[int, float]:
+    """(n_anchor_pairs, anchor_log_ss) of one session's anchor runs (module doc): start first, end last."""
+    order = runs.assign(_pos=runs[ANCHOR].map(POSITION_ORDER).fillna(1)).reset_index(drop=True)
+    values = order.sort_values("_pos", kind="stable")["output_tok_per_s"].tolist()
+    values = [v for v in values if v > 0]
+    diffs = [math.log(b) - math.log(a) for a, b in itertools.pairwise(values)]
+    return len(diffs), float(sum(d * d for d in diffs))
+
+
 def session_drift(anchors: pd.DataFrame, include_invalid: bool = False) -> tuple[pd.DataFrame, int]:
     """One row per (session, anchor cell): start, end and mean anchor tok/s and drift_rel (module doc).
 
@@ -73,6 +100,7 @@ def session_drift(anchors: pd.DataFrame, include_invalid: bool = False) -> tuple
     rows = []
     for keys, runs in kept.groupby(["session_id", *ANCHOR_FIELDS], dropna=False, sort=True):
         values = runs["output_tok_per_s"]
+        n_pairs, log_ss = anchor_pairs(runs)
         rows.append(
             {
                 **dict(zip(["session_id", *ANCHOR_FIELDS], keys, strict=True)),
@@ -81,6 +109,8 @@ def session_drift(anchors: pd.DataFrame, include_invalid: bool = False) -> tuple
                 "anchor_end_tok_per_s": _position_mean(runs, "end"),
                 "anchor_mean_tok_per_s": float(values.mean()),
                 "drift_rel": spread_rel(values),
+                "n_anchor_pairs": n_pairs,
+                "anchor_log_ss": log_ss,
             }
         )
     return pd.DataFrame(rows, columns=DRIFT_COLUMNS), excluded
@@ -108,18 +138,32 @@ def between_session_drift(drift: pd.DataFrame, sessions: Iterable[str]) -> float
     return spread_rel(rows["anchor_mean_tok_per_s"])
 
 
-def drift_band(drift: pd.DataFrame, sessions: Iterable[str]) -> float:
-    """band(S) = max(max_s drift_rel(s), between_rel(S)); NaN when any session's drift is unknown."""
+def pooled_drift(drift: pd.DataFrame, sessions: Iterable[str]) -> float:
+    """pooled_rel(S) (module doc); NaN when a session in S has no anchor pair (drift unknown)."""
     wanted = sorted(set(sessions))
     if not wanted:
         return math.nan
-    within = []
+    pairs, ss = 0, 0.0
     for session in wanted:
-        values = drift.loc[drift["session_id"] == session, "drift_rel"]
-        if values.empty or values.isna().any():
+        rows = drift[drift["session_id"] == session]
+        if rows.empty or rows["drift_rel"].isna().any():
             return math.nan
-        within.append(float(values.max()))
-    return max(*within, between_session_drift(drift, wanted))
+        if "n_anchor_pairs" in rows and "anchor_log_ss" in rows and rows["n_anchor_pairs"].notna().all():
+            pairs += int(rows["n_anchor_pairs"].sum())
+            ss += float(rows["anchor_log_ss"].sum())
+        else:  # a hand-built table: each drift_rel is one pair
+            pairs += len(rows)
+            ss += float((rows["drift_rel"] ** 2).sum())
+    return DRIFT_FACTOR * math.sqrt(ss / pairs) if pairs else math.nan
+
+
+def drift_band(drift: pd.DataFrame, sessions: Iterable[str]) -> float:
+    """band(S) = max(pooled_rel(S), between_rel(S)); NaN when any session's drift is unknown."""
+    wanted = sorted(set(sessions))
+    pooled = pooled_drift(drift, wanted)
+    if math.isnan(pooled):
+        return math.nan
+    return max(pooled, between_session_drift(drift, wanted))
 
 
 def reference_session(drift: pd.DataFrame) -> str | None:

@@ -46,7 +46,8 @@ def test_band_is_max_of_within_and_between_session_drift():
     assert between_session_drift(drift, ["s1"]) == 0.0
     # means 102 and 110: (110 - 102) / 106
     assert between_session_drift(drift, ["s1", "s2"]) == pytest.approx(8 / 106)
-    assert drift_band(drift, ["s1"]) == pytest.approx(4 / 102)
+    # one pair: |ln(104 / 100)| (was 4 / 102 before the band pooled anchor pairs)
+    assert drift_band(drift, ["s1"]) == pytest.approx(math.log(1.04))
     assert drift_band(drift, ["s2"]) == 0.0
     assert drift_band(drift, ["s1", "s2"]) == pytest.approx(8 / 106)
     assert math.isnan(drift_band(drift, ["s1", "s3"]))  # s3's drift unknown
@@ -66,3 +67,17 @@ def test_split_anchors_without_anchor_column_keeps_everything():
     assert len(measured) == 1 and found.empty
     measured, found = split_anchors(RUNS.assign(anchor=[None, "end", None, None, None, None]))
     assert len(measured) == 5 and len(found) == 1
+
+
+def test_band_pools_every_anchor_pair_of_the_sessions():
+    runs = anchors(
+        [("a", "start", 100.0, True), ("a", "mid", 102.0, True), ("a", "end", 101.0, True),
+         ("b", "start", 100.0, True), ("b", "end", 100.0, True)]
+    )  # fmt: skip
+    drift, _ = session_drift(runs)
+    by = drift.set_index("session_id")
+    assert by.loc["a", "n_anchor_pairs"] == 2 and by.loc["b", "n_anchor_pairs"] == 1
+    ss = math.log(1.02) ** 2 + math.log(101 / 102) ** 2
+    assert drift_band(drift, ["a"]) == pytest.approx(math.sqrt(ss / 2))
+    # b's pair (no drift) is pooled in rather than the worst session taken; anchor means 101 and 100
+    assert drift_band(drift, ["a", "b"]) == pytest.approx(max(math.sqrt(ss / 3), 1 / 100.5))

@@ -62,20 +62,20 @@ def test_score_is_the_geometric_mean_over_corpora_without_the_final_corpus():
 
 def test_a_gain_beyond_the_drift_band_is_kept():
     d = decide_change("suffix", VAN, SUFFIX, FIGURES, DRIFT, NO_VERDICTS, RULES, "mix", moe=False)
-    # gain = sqrt(1.12) - 1 = 5.83 % > band = max(2 %, 1 %, 1/100.5) = 2 %
+    # gain = sqrt(1.12) - 1 = 5.83 % > band = max(sqrt((2 %^2 + 1 %^2) / 2), 1/100.5) = 1.58 %
     assert d.decision == KEEP
     assert d.gain == pytest.approx(math.sqrt(1.12) - 1)
-    assert d.band == pytest.approx(0.02)
+    assert d.band == pytest.approx(math.sqrt((0.02**2 + 0.01**2) / 2))
     assert d.per_corpus == pytest.approx({"code_complete": 0.12, "chat_bench": 0.0})
 
 
 def test_a_gain_within_the_drift_band_is_rejected():
     d = decide_change("kpad", SUFFIX, KPAD, FIGURES, DRIFT, NO_VERDICTS, RULES, "mix", moe=False)
-    # gain = sqrt(113 * 100.5 / (112 * 100)) - 1 = 0.70 % < band max(1 %, 1.5 %, 1/100.75) = 1.5 %
+    # gain = sqrt(113 * 100.5 / (112 * 100)) - 1 = 0.70 % < band max(sqrt((1 %^2 + 1.5 %^2) / 2), 1/100.75)
     assert d.decision == REJECT
     assert d.gain == pytest.approx(math.sqrt(113 * 100.5 / 11200) - 1)
-    assert d.band == pytest.approx(0.015)
-    assert "within drift band 1.5%" in d.reason
+    assert d.band == pytest.approx(math.sqrt((0.01**2 + 0.015**2) / 2))
+    assert "within drift band 1.3%" in d.reason
 
 
 def test_a_failed_equivalence_gate_rejects_whatever_the_gain():

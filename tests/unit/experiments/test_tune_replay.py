@@ -9,6 +9,7 @@ recomputed here by hand from the raw rows (medians of VALID cells, the anchors' 
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -62,7 +63,7 @@ def by_hand(store: Path) -> tuple[pd.Series, pd.DataFrame]:
 
 
 def band_by_hand(valid: pd.DataFrame, levers: list[tuple[str, int]]) -> float:
-    """max(each session's anchor spread, spread of the sessions' anchor means), sessions of `levers`."""
+    """max(pooled RMS of the anchor pairs' log differences, spread of the sessions' anchor means)."""
     measured = valid[valid["anchor"].isna()]
     pairs = zip(measured["lever"], measured["k"], strict=True)
     sessions = set(measured[[(lever, k) in levers for lever, k in pairs]]["session_id"])
@@ -70,10 +71,12 @@ def band_by_hand(valid: pd.DataFrame, levers: list[tuple[str, int]]) -> float:
     per_session = anchors.groupby("session_id")["output_tok_per_s"]
     if len(per_session) < len(sessions) or per_session.count().min() < 2:
         return TuneRules().unknown_drift_band  # a session without two valid anchor runs: drift unknown
-    within = per_session.agg(lambda v: (v.max() - v.min()) / v.mean())
+    order = anchors.assign(pos=anchors["anchor"].map({"start": 0, "end": 1})).sort_values("pos")
+    diffs = order.groupby("session_id")["output_tok_per_s"].agg(lambda v: list(np.diff(np.log(v.to_numpy()))))
+    squares = [d * d for ds in diffs for d in ds]
     means = per_session.mean()
     between = (means.max() - means.min()) / means.mean() if len(means) > 1 else 0.0
-    return max(float(within.max()), float(between))
+    return max(math.sqrt(sum(squares) / len(squares)), float(between))
 
 
 def score(medians: pd.Series, lever: str, k: int) -> float:

@@ -1,0 +1,257 @@
+"""The one rule that says whether a ratio lever / baseline is a real gain, a real loss or noise. Pure.
+
+Every comparison the study makes goes through `judge`: best K and its ties
+(analysis.best_k), the final lever and its "x van" (analysis.final, Table 1,
+the HTML report), and tune's keep / drop (experiments.decide).
+
+Inputs: the per-repeat throughputs of the lever, x_1..x_n, and of its baseline,
+y_1..y_m, each a (session_id, repeat, tok/s) triple, and the drift band b
+(relative, analysis.drift.drift_band; NaN when unknown).
+
+  paired   when at least 2 (session_id, repeat) keys occur on both sides: the
+           repeats of one session are interleaved and repeat r of every cell
+           sends the same prompts (seed load.seed + r), so each common key is a
+           pair. Only the common keys are used; n = number of pairs.
+             d_i = ln x_i - ln y_i,  dbar = mean d_i,  s = SD(d_i) (n - 1 in the denominator)
+             ln-ratio interval = dbar +- t_{1-a/2, n-1} * s / sqrt(n)
+  unpaired otherwise (Welch):
+             dbar = mean ln x - mean ln y
+             se = sqrt(s_x^2 / n + s_y^2 / m)
+             df = se^4 / ((s_x^2/n)^2 / (n-1) + (s_y^2/m)^2 / (m-1))   (Welch-Satterthwaite)
+             ln-ratio interval = dbar +- t_{1-a/2, df} * se
+
+  ratio = exp(dbar) (the ratio of geometric means), interval (lo, hi) = exp of the ends,
+  two-sided at confidence 1 - a = CONFIDENCE (0.90: each one-sided error 5 %).
+
+  label  "real gain"          iff lo - 1 >  b
+         "real loss"          iff hi - 1 < -b
+         "within noise"       otherwise
+         "not judged (n<2)"   when a side has fewer than 2 repeats (no interval)
+  An unknown band (NaN) is taken as 0: the interval alone decides.
+
+With b = 0 the rule keeps a change that has no effect at most a/2 = 5 % of the
+time (the t-interval's one-sided error); the band only makes it stricter.
+`python -m analysis.power` measures its error rates under the H200 noise model.
+
+Best-K ties use the same rule: a larger K is chosen over a smaller one only
+when it is a "real gain" over it; ties within noise go to the smaller K.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+CONFIDENCE = 0.90
+GAIN, LOSS, NOISE, NOT_JUDGED = "real gain", "real loss", "within noise", "not judged (n<2)"
+
+Repeat = tuple[str, int, float]  # (session_id, repeat, tok/s)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One comparison: point ratio, its interval, n per side, the band and the label."""
+
+    ratio: float
+    lo: float
+    hi: float
+    n_value: int
+    n_reference: int
+    band: float
+    label: str
+    paired: bool
+    confidence: float = CONFIDENCE
+
+    @property
+    def real_gain(self) -> bool:
+        return self.label == GAIN
+
+    @property
+    def real_loss(self) -> bool:
+        return self.label == LOSS
+
+    @property
+    def judged(self) -> bool:
+        return self.label != NOT_JUDGED
+
+    def interval_words(self) -> str:
+        """'1.58x [1.52, 1.64] 90% CI, n=3/3 paired'."""
+        n = f"n={self.n_value}/{self.n_reference}" + (" paired" if self.paired else "")
+        if not self.judged or math.isnan(self.lo):
+            return f"{self.ratio:.3f}x, {n}"
+        return f"{self.ratio:.3f}x [{self.lo:.3f}, {self.hi:.3f}] {self.confidence:.0%} CI, {n}"
+
+    def words(self) -> str:
+        """'real gain: 1.58x [1.52, 1.64] 90% CI, n=3/3 paired, band 2.0%'."""
+        band = "band unknown (0 used)" if math.isnan(self.band) else f"band {self.band:.1%}"
+        return f"{self.label}: {self.interval_words()}, {band}"
+
+    def as_columns(self, prefix: str = "") -> dict[str, object]:
+        """The judgement as flat columns for a table row."""
+        return {
+            f"{prefix}ratio": self.ratio,
+            f"{prefix}ci_lo": self.lo,
+            f"{prefix}ci_hi": self.hi,
+            f"{prefix}n_value": self.n_value,
+            f"{prefix}n_reference": self.n_reference,
+            f"{prefix}paired": self.paired,
+            f"{prefix}label": self.label,
+        }
+
+
+# Student's t quantile without scipy: regularized incomplete beta (Lentz continued fraction).
+def _betacf(a: float, b: float, x: float) -> float:
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-14:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    ln = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(ln) * _betacf(a, b, x) / a
+    return 1.0 - math.exp(ln) * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with df degrees of freedom."""
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+@lru_cache(maxsize=4096)
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t (bisection on t_cdf; p in (0.5, 1))."""
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(100):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if t_cdf(mid, df) < p else (lo, mid)
+        if hi - lo < 1e-10:
+            break
+    return (lo + hi) / 2.0
+
+
+def _mean_var(values: Sequence[float]) -> tuple[float, float]:
+    n = len(values)
+    mean = sum(values) / n
+    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else math.nan
+    return mean, var
+
+
+def _positive(repeats: Iterable[Repeat]) -> list[Repeat]:
+    return [r for r in repeats if r[2] is not None and r[2] > 0 and math.isfinite(r[2])]
+
+
+def label_for(lo: float, hi: float, band: float) -> str:
+    """The label of an interval (lo, hi) of the ratio against band b (module doc)."""
+    b = 0.0 if band is None or math.isnan(band) else band
+    if lo - 1.0 > b:
+        return GAIN
+    if hi - 1.0 < -b:
+        return LOSS
+    return NOISE
+
+
+def judge(
+    value: Iterable[Repeat],
+    reference: Iterable[Repeat],
+    band: float,
+    confidence: float = CONFIDENCE,
+) -> Judgement:
+    """The judgement of value / reference from their per-repeat (session_id, repeat, tok/s) (module doc)."""
+    xs, ys = _positive(value), _positive(reference)
+    band = math.nan if band is None else float(band)
+    q = 1.0 - (1.0 - confidence) / 2.0
+    by_key_x = {(s, r): v for s, r, v in xs}
+    by_key_y = {(s, r): v for s, r, v in ys}
+    common = sorted(set(by_key_x) & set(by_key_y), key=str)
+    if len(common) >= 2:
+        diffs = [math.log(by_key_x[k]) - math.log(by_key_y[k]) for k in common]
+        mean, var = _mean_var(diffs)
+        half = t_quantile(q, len(diffs) - 1) * math.sqrt(var / len(diffs))
+        lo, hi = math.exp(mean - half), math.exp(mean + half)
+        return Judgement(math.exp(mean), lo, hi, len(common), len(common), band,
+                         label_for(lo, hi, band), True, confidence)  # fmt: skip
+    if not xs or not ys:
+        return Judgement(math.nan, math.nan, math.nan, len(xs), len(ys), band, NOT_JUDGED, False, confidence)
+    mx, vx = _mean_var([math.log(v) for _, _, v in xs])
+    my, vy = _mean_var([math.log(v) for _, _, v in ys])
+    ratio = math.exp(mx - my)
+    if len(xs) < 2 or len(ys) < 2:
+        return Judgement(ratio, math.nan, math.nan, len(xs), len(ys), band, NOT_JUDGED, False, confidence)
+    ex, ey = vx / len(xs), vy / len(ys)
+    se = math.sqrt(ex + ey)
+    if se == 0.0:
+        lo = hi = ratio
+    else:
+        df = se**4 / (ex**2 / (len(xs) - 1) + ey**2 / (len(ys) - 1))
+        half = t_quantile(q, round(df, 3)) * se
+        lo, hi = math.exp(mx - my - half), math.exp(mx - my + half)
+    return Judgement(ratio, lo, hi, len(xs), len(ys), band, label_for(lo, hi, band), False, confidence)
+
+
+def geomean_repeats(sides: Sequence[Iterable[Repeat]]) -> tuple[Repeat, ...]:
+    """Per-repeat values of a geometric mean over several cells (e.g. over corpora).
+
+    For each (session_id, repeat) key present in every side: the geometric mean
+    of the sides' values at that key. Keys missing from a side are left out.
+    """
+    maps = [{(s, r): v for s, r, v in _positive(side)} for side in sides]
+    if not maps:
+        return ()
+    keys = set.intersection(*(set(m) for m in maps))
+    out = []
+    for key in sorted(keys, key=str):
+        logs = [math.log(m[key]) for m in maps]
+        out.append((key[0], key[1], math.exp(sum(logs) / len(logs))))
+    return tuple(out)
+
+
+def choose_smallest(
+    candidates: Sequence[tuple[int, Sequence[Repeat]]], band: float | Callable[[int, int], float]
+) -> tuple[int, int] | None:
+    """Best-K rule: (best K, top K). top = the K with the highest geometric mean over its repeats
+    (the smaller K on exact ties); best = the smallest K over which the top K is not a 'real gain'
+    (so ties within noise go to the smaller K). `band` is a number or a function
+    (K, top K) -> band. None when there are no candidates with values.
+    """
+    scored = []
+    for k, values in sorted(candidates, key=lambda c: c[0]):
+        logs = [math.log(v) for _, _, v in _positive(values)]
+        if logs:
+            scored.append((k, values, sum(logs) / len(logs)))
+    if not scored:
+        return None
+    top_k, top_values, _ = max(scored, key=lambda c: c[2])  # first maximum: smaller K on exact ties
+    for k, values, _ in scored:
+        b = band(k, top_k) if callable(band) else band
+        if k == top_k or not judge(top_values, values, b).real_gain:
+            return k, top_k
+    return top_k, top_k
