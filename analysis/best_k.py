@@ -1,15 +1,14 @@
 """Best K per model x corpus for levers swept over several K (e.g. bestkpad over {4,6,8,12}). Pure.
 
-Rule: let top be the K with the highest median tok/s. The best K is the smallest
-K whose median m_K is within drift of the top:
-
-    top_median / m_K - 1 <= band(sessions of both)      (analysis.drift.drift_band)
-
-so a larger K has to beat a smaller one by more than the drift to be kept
-(larger K costs more verification work for the same measured gain). With the
-drift unknown (no anchor runs) the band is taken as 0: only exact ties go to
-the smaller K. The best K is then compared with the top K when the tie rule
-moved off it, else with the runner-up K.
+Rule (analysis.decision.choose_smallest, the same rule as every other comparison):
+let top be the K with the highest geometric mean over its repeats. The best K
+is the smallest K over which the top K is not a 'real gain' by
+analysis.decision.judge (its t-interval for top / K lies wholly above
+1 + band, band = analysis.drift.drift_band over the sessions of both; unknown
+drift counts as 0). So ties within noise go to the smaller K, and with fewer
+than 2 repeats nothing is a real gain: the smallest K stays. The best K is then
+judged against the top K when the tie rule moved off it, else against the
+runner-up K.
 """
 
 from __future__ import annotations
@@ -20,9 +19,9 @@ from typing import Any
 import pandas as pd
 
 from analysis.compare import compare, typed_flags
+from analysis.decision import choose_smallest
 from analysis.drift import drift_band
 from analysis.medians import sessions_of
-from analysis.stats import relative_diff
 
 GROUP = ["model", "corpus", "lever"]
 BEST_K_COLUMNS = [*GROUP, "n_k", "best_k", "best_tok_per_s", "rule", "compared_k", "compared_tok_per_s"]
@@ -38,33 +37,32 @@ def _band(drift: pd.DataFrame, *rows: pd.Series) -> float:
     return drift_band(drift, sessions_of(pd.DataFrame(list(rows))))
 
 
+def _geomean(row: pd.Series) -> float:
+    values = [v for _, _, v in row["repeats"] if v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
+
+
 def choose_k(candidates: pd.DataFrame, drift: pd.DataFrame) -> dict[str, Any]:
     """The best K of one (model, corpus, lever) group (module doc) with its comparison columns."""
     ordered = candidates.sort_values("k").reset_index(drop=True)
-    top = ordered.loc[ordered["median"].idxmax()]  # first maximum: the smaller K on exact ties
-    best = top
-    for _, row in ordered.iterrows():
-        band = _band(drift, top, row)
-        if relative_diff(top["median"], row["median"]) <= (0.0 if math.isnan(band) else band):
-            best = row
-            break
-    others = ordered[ordered["k"] != best["k"]]
-    compared = top if best["k"] != top["k"] else others.loc[others["median"].idxmax()]
+    by_k = {int(row["k"]): row for _, row in ordered.iterrows()}
+    chosen = choose_smallest(
+        [(k, row["repeats"]) for k, row in by_k.items()],
+        lambda k, top: _band(drift, by_k[k], by_k[top]),
+    )
+    best_k_, top_k = chosen if chosen else (int(ordered["k"].iloc[0]),) * 2
+    best, top = by_k[best_k_], by_k[top_k]
+    others = ordered[ordered["k"] != best_k_]
+    compared = top if best_k_ != top_k else others.loc[others.apply(_geomean, axis=1).idxmax()]
     return {
         **{name: best[name] for name in GROUP},
         "n_k": len(ordered),
-        "best_k": int(best["k"]),
+        "best_k": best_k_,
         "best_tok_per_s": float(best["median"]),
-        "rule": "top K" if best["k"] == top["k"] else "smaller K within drift of the top K",
+        "rule": "top K" if best_k_ == top_k else "smaller K: the top K is no real gain over it",
         "compared_k": int(compared["k"]),
         "compared_tok_per_s": float(compared["median"]),
-        **compare(
-            float(best["median"]),
-            float(compared["median"]),
-            _band(drift, best, compared),
-            (float(best["mad"]), float(compared["mad"])),
-            (int(best["n"]), int(compared["n"])),
-        ),
+        **compare(best["repeats"], compared["repeats"], _band(drift, best, compared)),
     }
 
 

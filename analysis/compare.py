@@ -1,68 +1,45 @@
-"""One comparison of two throughputs, judged against the drift band and the repeats' spread. Pure.
+"""One comparison of two throughputs as table columns, judged by analysis.decision's rule. Pure.
 
-rel_diff        = value / reference - 1
-beyond_drift    = |rel_diff| > band        (band: analysis.drift.drift_band; None when unknown)
-repeats_spread  = MAD(value) + MAD(reference) in tok/s (MAD over each side's VALID repeats)
-beyond_repeats  = |value - reference| > repeats_spread   (None when a side has fewer than 2 repeats)
+rel_diff        = ratio - 1, ratio = value / reference from the per-repeat values
+                  (geometric means; paired by session and repeat where both exist)
+ci_lo, ci_hi    = the ratio's two-sided t-interval (analysis.decision.CONFIDENCE)
+n_value, n_reference, paired = the repeats behind it
+label           = 'real gain' / 'real loss' / 'within noise' / 'not judged (n<2)'
+beyond_drift    = the whole interval lies beyond the drift band (label is a real
+                  gain or loss); None when not judged
+drift_band_rel  = the band (analysis.drift.drift_band; NaN when unknown, judged as 0)
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
 
-from analysis.stats import relative_diff
+from analysis.decision import GAIN, LOSS, Repeat, judge
 
-WITHIN, BEYOND, UNKNOWN = "within drift", "beyond drift", "drift unknown"
-
-
-def drift_words(beyond: bool | None) -> str:
-    """'beyond drift' / 'within drift' / 'drift unknown' (no anchor runs for a session involved)."""
-    return UNKNOWN if beyond is None else (BEYOND if beyond else WITHIN)
+FLAGS = ("beyond_drift", "paired")
+JUDGEMENT_COLUMNS = ["rel_diff", "ci_lo", "ci_hi", "n_value", "n_reference", "paired", "label",
+                     "beyond_drift", "drift_band_rel", "verdict"]  # fmt: skip
 
 
-def _finite(value: float | None) -> bool:
-    return value is not None and not math.isnan(value)
-
-
-def compare(
-    value: float,
-    reference: float,
-    band_rel: float,
-    mads: tuple[float, float] | None = None,
-    repeats: tuple[int, int] = (0, 0),
-) -> dict[str, Any]:
-    """The comparison's columns (module doc) plus `verdict` in words.
-
-    mads and repeats are (value side, reference side); without mads the repeats'
-    spread is not judged (e.g. for geometric means over corpora).
-    """
-    rel = relative_diff(value, reference)
-    beyond_drift = bool(abs(rel) > band_rel) if _finite(rel) and _finite(band_rel) else None
-    spread = math.nan
-    beyond_repeats = None
-    if mads is not None and min(repeats) >= 2 and _finite(rel):
-        spread = float(mads[0] + mads[1])
-        beyond_repeats = bool(abs(value - reference) > spread)
-    band_text = f"band {band_rel:.1%}" if _finite(band_rel) else "no anchor runs"
-    if beyond_repeats is None:
-        repeats_text = "repeats' spread not judged (fewer than 2 repeats)" if mads is not None else ""
-    else:
-        repeats_text = ("beyond" if beyond_repeats else "within") + f" repeats' spread ({spread:,.1f} tok/s)"
-    words = f"{rel:+.1%}: {drift_words(beyond_drift)} ({band_text})" if _finite(rel) else "no reference"
+def compare(value: Iterable[Repeat], reference: Iterable[Repeat], band_rel: float) -> dict[str, Any]:
+    """The comparison's columns (module doc) plus `verdict` in words."""
+    j = judge(value, reference, band_rel)
     return {
-        "rel_diff": rel,
+        "rel_diff": j.ratio - 1.0,
+        "ci_lo": j.lo,
+        "ci_hi": j.hi,
+        "n_value": j.n_value,
+        "n_reference": j.n_reference,
+        "paired": j.paired,
+        "label": j.label,
+        "beyond_drift": (j.label in (GAIN, LOSS)) if j.judged else None,
         "drift_band_rel": band_rel,
-        "beyond_drift": beyond_drift,
-        "repeats_spread_tok_per_s": spread,
-        "beyond_repeats": beyond_repeats,
-        "verdict": "; ".join(w for w in (words, repeats_text) if w),
+        "verdict": j.words() if not math.isnan(j.ratio) else "no reference",
     }
-
-
-FLAGS = ("beyond_drift", "beyond_repeats")
 
 
 def typed_flags(frame: pd.DataFrame) -> pd.DataFrame:

@@ -14,6 +14,8 @@ import math
 import pandas as pd
 from matplotlib.figure import Figure
 
+from analysis.decision import GAIN, LOSS
+
 
 def _empty(message: str) -> Figure:
     fig = Figure(figsize=(6, 1.5))
@@ -30,9 +32,12 @@ def speedup_bars(table1: pd.DataFrame, geomean: float) -> Figure:
         return _empty("no model has both van and a lever measured")
     fig = Figure(figsize=(max(6.0, 1.1 * len(rows) + 2), 4.5))
     ax = fig.subplots()
-    beyond = rows["beyond_drift"].fillna(False).astype(bool)
-    colors = ["tab:blue" if b else "tab:gray" for b in beyond]
-    bars = ax.bar(rows["model"], rows["speedup_vs_van"], color=colors)
+    labels = rows["label"] if "label" in rows else pd.Series("", index=rows.index)
+    colors = ["tab:blue" if label == GAIN else "tab:red" if label == LOSS else "tab:gray" for label in labels]
+    low = rows["speedup_vs_van"] - rows.get("ci_lo", rows["speedup_vs_van"])
+    high = rows.get("ci_hi", rows["speedup_vs_van"]) - rows["speedup_vs_van"]
+    errors = [low.fillna(0).clip(lower=0).to_numpy(), high.fillna(0).clip(lower=0).to_numpy()]
+    bars = ax.bar(rows["model"], rows["speedup_vs_van"], color=colors, yerr=errors, capsize=3)
     for bar, label in zip(bars, rows["final_lever"], strict=True):
         ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
                     fontsize=8, xytext=(0, 2), textcoords="offset points")  # fmt: skip
@@ -41,7 +46,10 @@ def speedup_bars(table1: pd.DataFrame, geomean: float) -> Figure:
         ax.axhline(geomean, color="tab:red", linestyle="--", label=f"geometric mean {geomean:.2f}x")
         ax.legend(loc="upper right")
     ax.set_ylabel("output tok/s, x over van")
-    ax.set_title("Figure 1: final lever vs van (grey: within drift or unknown)", fontsize=10)
+    ax.set_title(
+        "Figure 1: final lever vs van, 90% interval (blue: real gain; grey: within noise or not judged)",
+        fontsize=10,
+    )
     ax.tick_params(axis="x", rotation=30)
     fig.tight_layout()
     return fig

@@ -1,18 +1,25 @@
 """The final lever per model, its speedup over plain vLLM, and Table 1. Pure.
 
-Input: lever medians reduced to each swept lever's best K (analysis.best_k.at_best_k).
+Input: lever medians (with their per-repeat values) reduced to each swept
+lever's best K (analysis.best_k.at_best_k).
 
-Score of a lever for a model:
+Score of a lever for a model, per repeat (session_id, repeat):
   - on the `mix` corpus (the fixed-seed shuffle of all corpora: the study's
-    stand-in for "my traffic"): its median tok/s there;
+    stand-in for "my traffic"): its tok/s there;
   - fallback when the model has no `mix` cells: the geometric mean of its
-    medians over the corpora that every lever of that model ran (so all levers
-    are scored on the same corpora), K at each corpus's best K.
-Final lever = the highest score; speedup_vs_van = final score / van score (in the
-fallback this equals the geometric mean over corpora of the per-corpus ratios).
-A lever whose output-equivalence verdict is 'fail' on any corpus (latest verdict
-per corpus) cannot be final, nor can a lever that changes outputs on purpose
-(W4A4) without a 'pass'. Over models: geometric mean of speedup_vs_van.
+    tok/s over the corpora that every lever of that model ran (so all levers
+    are scored on the same corpora), K at each corpus's best K, per repeat
+    key present on every corpus (analysis.decision.geomean_repeats).
+  score (tok/s columns) = the geometric mean of the per-repeat scores.
+
+Final lever: the tuning procedure's walk (experiments/tune.py), with the one
+rule of analysis.decision: the incumbent starts as van; each lever in stage
+order (van, suffix, bestkpad, w4a4, dynk, then any other by name) replaces it
+only when judge(lever, incumbent) is a 'real gain' (its interval wholly above
+1 + drift band). speedup_vs_van = the judgement's ratio of final over van, shown
+with its interval, n repeats and label (Table 1). A lever whose
+output-equivalence verdict is 'fail' on any corpus cannot be final (see
+failed_equivalence). Over models: geometric mean of speedup_vs_van.
 """
 
 from __future__ import annotations
@@ -24,20 +31,25 @@ from typing import Any
 import pandas as pd
 
 from analysis.compare import compare, typed_flags
+from analysis.decision import geomean_repeats, judge
 from analysis.drift import drift_band
 from analysis.medians import sessions_of
 from analysis.stats import geometric_mean
 
 FINAL_CORPUS = "mix"
 REFERENCE_LEVER = "van"
+STAGE_ORDER = ("van", "suffix", "bestkpad", "w4a4", "dynk")
 TABLE1_COLUMNS = [
     "model",
     "van_tok_per_s",
     "final_tok_per_s",
     "final_lever",
     "speedup_vs_van",
-    "beyond_drift",
-    "beyond_repeats",
+    "ci_lo",
+    "ci_hi",
+    "n_value",
+    "n_reference",
+    "label",
     "verdict",
 ]
 
@@ -66,11 +78,32 @@ def k_by_corpus(rows: pd.DataFrame) -> str:
     return ", ".join(f"{corpus}:{k}" for corpus, k in rows[["corpus", "k"]].itertuples(index=False))
 
 
+def _geomean(repeats: tuple) -> float:
+    return geometric_mean(v for _, _, v in repeats)
+
+
+def _stage_rank(lever: str) -> tuple[int, str]:
+    return (STAGE_ORDER.index(lever) if lever in STAGE_ORDER else len(STAGE_ORDER), lever)
+
+
+def walk(scores: pd.DataFrame, drift: pd.DataFrame) -> pd.Series:
+    """The procedure's walk (module doc) over one model's allowed lever scores: the final row."""
+    ordered = sorted(scores.itertuples(index=False), key=lambda r: _stage_rank(r.lever))
+    incumbent = ordered[0]
+    for row in ordered[1:]:
+        band = drift_band(drift, set(row.sessions) | set(incumbent.sessions))
+        if judge(row.repeats, incumbent.repeats, band).real_gain:
+            incumbent = row
+    return pd.Series(incumbent._asdict())
+
+
 def lever_scores(rows: pd.DataFrame, final_corpus: str = FINAL_CORPUS) -> tuple[pd.DataFrame, str]:
     """One score per lever of one model's rows (module doc), and the basis in words."""
     if final_corpus in set(rows["corpus"]):
         on = rows[rows["corpus"] == final_corpus]
-        scores = on.assign(score=on["median"], k_by_corpus=on["corpus"] + ":" + on["k"].astype(str))
+        scores = on.assign(
+            score=[_geomean(r) for r in on["repeats"]], k_by_corpus=on["corpus"] + ":" + on["k"].astype(str)
+        )
         return scores.reset_index(drop=True), f"{final_corpus} corpus"
     levers = rows.groupby("lever")["corpus"].agg(set)
     common = sorted(set.intersection(*levers)) if len(levers) else []
@@ -78,20 +111,34 @@ def lever_scores(rows: pd.DataFrame, final_corpus: str = FINAL_CORPUS) -> tuple[
     out = []
     for lever, group in on.groupby("lever", sort=True):
         ks = sorted(set(group["k"]))
+        repeats = geomean_repeats(list(group["repeats"]))
         out.append(
             {
                 "lever": lever,
                 "k": ks[0] if len(ks) == 1 else math.nan,
                 "k_by_corpus": k_by_corpus(group),
-                "score": geometric_mean(group["median"]),
+                "score": _geomean(repeats),
                 "median": math.nan,
                 "mad": math.nan,
-                "n": 0,
+                "n": len(repeats),
                 "sessions": tuple(sorted(sessions_of(group))),
+                "repeats": repeats,
             }
         )
     basis = f"no {final_corpus} corpus: geometric mean over {len(common)} corpora ({', '.join(common)})"
     return pd.DataFrame(out), basis
+
+
+def _runner_up(allowed: pd.DataFrame, van: pd.DataFrame, drift: pd.DataFrame) -> str:
+    """'; no lever is a real gain over van (best other: suffix K=8, within noise: ...)'."""
+    others = allowed[allowed["lever"] != REFERENCE_LEVER]
+    if others.empty or van.empty:
+        return "; no other lever measured"
+    best = others.loc[others["score"].idxmax()]
+    band = drift_band(drift, set(best["sessions"]) | set(van["sessions"].iloc[0]))
+    words = judge(best["repeats"], van["repeats"].iloc[0], band).words()
+    label = lever_label(best["lever"], best["k"])
+    return f"; no lever is a real gain over van (best other: {label}, {words})"
 
 
 def final_for_model(
@@ -106,18 +153,12 @@ def final_for_model(
     van = scores[scores["lever"] == REFERENCE_LEVER]
     if allowed.empty:
         return {"model": model, "basis": basis, "verdict": "every lever failed equivalence"}
-    final = allowed.loc[allowed["score"].idxmax()]
+    final = walk(allowed, drift)
     van_score = float(van["score"].iloc[0]) if len(van) else math.nan
     sides = pd.DataFrame([final, van.iloc[0]]) if len(van) else pd.DataFrame([final])
-    by_mad = len(van) and not math.isnan(final["mad"])
-    result = compare(
-        float(final["score"]),
-        van_score,
-        drift_band(drift, sessions_of(sides)),
-        (float(final["mad"]), float(van["mad"].iloc[0])) if by_mad else None,
-        (int(final["n"]), int(van["n"].iloc[0])) if by_mad else (0, 0),
-    )
-    speedup = float(final["score"]) / van_score if van_score > 0 else math.nan
+    van_repeats = van["repeats"].iloc[0] if len(van) else ()
+    result = compare(final["repeats"], van_repeats, drift_band(drift, sessions_of(sides)))
+    speedup = result["rel_diff"] + 1.0 if len(van) else math.nan
     label = lever_label(final["lever"], final["k"])
     return {
         "model": model,
@@ -131,7 +172,8 @@ def final_for_model(
         "speedup_vs_van": speedup,
         "excluded_by_equivalence": ", ".join(lever_label(r.lever, r.k) for r in scores[banned].itertuples()),
         **result,
-        "answer": f"{model}: {label}, {speedup:.2f}x over van ({result['verdict']}; {basis})",
+        "answer": f"{model}: {label}, {speedup:.2f}x over van ({result['verdict']}; {basis})"
+        + (_runner_up(allowed, van, drift) if final["lever"] == REFERENCE_LEVER else ""),
     }
 
 

@@ -34,16 +34,26 @@ TABLE1_HEADERS = {
     "final_tok_per_s": "final tok/s",
     "final_lever": "final lever",
     "speedup_vs_van": "x over van",
-    "beyond_drift": "beyond drift",
-    "beyond_repeats": "beyond repeats' spread",
+    "ci_lo": "90% CI low",
+    "ci_hi": "90% CI high",
+    "n_value": "n final",
+    "n_reference": "n van",
+    "label": "label",
     "verdict": "verdict",
 }
-BEST_K_COLUMNS = ["model", "corpus", "lever", "best_k", "best_tok_per_s", "rule", "compared_k", "verdict"]
+BEST_K_COLUMNS = ["model", "corpus", "lever", "best_k", "best_tok_per_s", "rule", "compared_k", "rel_diff",
+                  "ci_lo", "ci_hi", "n_value", "n_reference", "label", "verdict"]  # fmt: skip
 DRIFT_COLUMNS = ["session_id", "model", "corpus", "lever", "anchor_start_tok_per_s", "anchor_end_tok_per_s",
                  "drift_rel"]  # fmt: skip
 
 
 NO_PHASES = "GPU time: no cell recorded its phases."
+RULE_NOTE = (
+    "x over van: ratio of geometric means over repeats with its two-sided 90% t-interval on log ratios "
+    "(paired by session and repeat where both sides have them, Welch otherwise); label 'real gain' / "
+    "'real loss' only when the whole interval lies beyond the drift band, 'not judged (n<2)' with fewer "
+    "than 2 repeats on a side (analysis/decision.py); n final / n van: the repeats behind it."
+)
 
 
 def png_data_uri(fig: Figure, dpi: int = 100) -> str:
@@ -96,15 +106,18 @@ def render_report(study: Study, title: str) -> str:
         f"<h3>Notes</h3><ul class='note'>{notes}</ul>",
         f"<p class='note'>{html.escape(share_line(study.measured) or NO_PHASES)}</p>",
         "<h2>Table 1: final lever per model</h2>",
+        f"<p class='note'>{html.escape(RULE_NOTE)}</p>",
         table_html(study.table1, list(TABLE1_HEADERS), TABLE1_HEADERS),
         _figure(figures.speedup_bars(study.table1, study.speedup_geomean), "Figure 1"),
         "<h2>Best K per model x corpus</h2>",
-        "<p class='note'>Smallest K within the drift band of the top K; verdict: best K vs the other.</p>",
+        "<p class='note'>Smallest K over which the top K is no real gain (ties within noise go to the "
+        "smaller K); interval and label: best K vs the other.</p>",
         table_html(study.best_k, BEST_K_COLUMNS),
         _figure(figures.best_k_heatmap(study.best_k), "Figure 2"),
         "<h2>Drift: anchor runs per session</h2>",
         "<p class='note'>drift_rel = (max - min) / mean of the session's valid anchor runs; a comparison's "
-        "band is the largest drift_rel of its sessions, or the spread of their anchor means if larger.</p>",
+        "band is the root mean square of the log differences of every anchor pair of its sessions, or the "
+        "spread of their anchor means if larger (analysis/drift.py).</p>",
         table_html(study.drift, DRIFT_COLUMNS),
         _figure(figures.anchor_drift(study.drift), "Figure 3"),
         "<h2>Sessions</h2>",

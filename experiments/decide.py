@@ -1,22 +1,27 @@
 """The tuning procedure's decisions, from measured figures alone. Pure: no runs, no I/O.
 
 Each stage proposes one change to the incumbent configuration (one variable at
-a time) and keeps it only when the evidence says so:
+a time) and keeps it only when the evidence says so, by the one rule of
+analysis.decision (the same rule as the study's Table 1 and best K):
 
-  score(config) = median tok/s on `final_corpus` when it was measured, else
-                  the geometric mean over the corpora of each corpus's median
-                  (each corpus at the config's K for that corpus)
-  gain          = score(candidate) / score(incumbent) - 1
+  score(config) = per repeat (session_id, repeat): its tok/s on `final_corpus`
+                  when it was measured, else the geometric mean over the corpora
+                  (each corpus at the config's K for that corpus), for repeat keys
+                  present on every corpus; the figure shown is the geometric
+                  mean of those per-repeat scores
   band          = analysis.drift.drift_band over the sessions both ran in
-                  (rules.unknown_drift_band when a session has no anchor runs)
-  keep          iff gain > max(band, rules.min_gain)
+                  (unknown drift: the interval alone decides, as in analysis)
+  judgement     = analysis.decision.judge(candidate scores, incumbent scores,
+                  max(band, rules.min_gain)): ratio, its 90 % t-interval, label
+  gain          = judgement ratio - 1
+  keep          iff the judgement is a 'real gain' (interval wholly above 1 + band)
                   and no equivalence verdict of the candidate is 'fail'
                   (for rules.must_pass_levers, such as w4a4: every verdict is 'pass')
-                  and, for MoE models, no corpus regresses beyond the band
+                  and, for MoE models, no corpus is a 'real loss'
 
-The K sweep first chooses a K: the K with the best score wins, except that a
-smaller K whose score is within the band of the best is preferred. The chosen
-K is then a change like any other, kept only when it beats the incumbent.
+The K sweep first chooses a K by analysis.decision.choose_smallest: the smallest
+K over which the top K (highest score) is not a real gain. The chosen K is
+then a change like any other, kept only when it beats the incumbent.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.decision import NOT_JUDGED, Judgement, choose_smallest, geomean_repeats, judge
 from analysis.drift import drift_band
 from analysis.stats import geometric_mean
 
@@ -40,7 +46,8 @@ class TuneRules:
 
     # A change must gain more than this as well as more than the drift band.
     min_gain: float = 0.0
-    # Band used when a session involved has no anchor runs (drift unknown).
+    # Kept for old configs and ignored: with the drift unknown the interval alone
+    # decides, in tune as in the study's analysis (analysis/decision.py).
     unknown_drift_band: float = 0.05
     # Levers whose output-equivalence verdict failed are never kept.
     require_equivalence: bool = True
@@ -88,6 +95,10 @@ class Decision:
     band: float = math.nan
     gate: str = ""
     per_corpus: dict[str, Any] = field(default_factory=dict)
+    ci_lo: float = math.nan
+    ci_hi: float = math.nan
+    n_repeats: str = ""
+    label: str = ""
 
 
 def _row(medians: pd.DataFrame, config: LeverConfig, corpus: str) -> pd.Series | None:
@@ -99,24 +110,39 @@ def _row(medians: pd.DataFrame, config: LeverConfig, corpus: str) -> pd.Series |
     return rows.iloc[0] if len(rows) else None
 
 
+def _corpora(config: LeverConfig, final_corpus: str) -> list[str]:
+    return [final_corpus] if final_corpus in dict(config.k_by_corpus) else [c for c, _ in config.k_by_corpus]
+
+
+def score_repeats(
+    medians: pd.DataFrame, config: LeverConfig, final_corpus: str
+) -> tuple[tuple[tuple[str, int, float], ...], set[str]]:
+    """The per-repeat scores of `config` (module doc) and their sessions; () when a corpus is missing."""
+    rows = [_row(medians, config, c) for c in _corpora(config, final_corpus)]
+    if any(r is None for r in rows):
+        return (), set()
+    sessions = {s for r in rows for s in r["sessions"]}
+    repeats = tuple(rows[0]["repeats"]) if len(rows) == 1 else geomean_repeats([r["repeats"] for r in rows])
+    return repeats, sessions
+
+
 def score(medians: pd.DataFrame, config: LeverConfig, final_corpus: str) -> tuple[float, set[str]]:
     """score(config) (module doc) and the sessions its figures come from; NaN when a corpus is missing."""
-    corpora = (
-        [final_corpus] if final_corpus in dict(config.k_by_corpus) else [c for c, _ in config.k_by_corpus]
-    )
-    rows = [_row(medians, config, c) for c in corpora]
-    if any(r is None for r in rows):
-        return math.nan, set()
-    sessions = {s for r in rows for s in r["sessions"]}
-    values = [float(r["median"]) for r in rows]
-    return (values[0] if len(values) == 1 else geometric_mean(values)), sessions
+    repeats, sessions = score_repeats(medians, config, final_corpus)
+    return geometric_mean(v for _, _, v in repeats), sessions
 
 
 def band_for(drift: pd.DataFrame, sessions: set[str], rules: TuneRules) -> tuple[float, str]:
+    """The drift band (NaN when unknown: judged as 0) and its words."""
     band = drift_band(drift, sessions) if sessions and not drift.empty else math.nan
     if math.isnan(band):
-        return rules.unknown_drift_band, f"drift unknown, band taken as {rules.unknown_drift_band:.1%}"
+        return math.nan, "drift unknown (band 0: the interval alone)"
     return band, f"drift band {band:.1%}"
+
+
+def _judged(decision: Decision, j: Judgement) -> None:
+    decision.gain, decision.ci_lo, decision.ci_hi, decision.label = j.ratio - 1, j.lo, j.hi, j.label
+    decision.n_repeats = f"{j.n_value}/{j.n_reference}" + (" paired" if j.paired else "")
 
 
 def failed_gates(verdicts: pd.DataFrame, config: LeverConfig, must_pass: bool = False) -> list[str]:
@@ -165,8 +191,10 @@ def decide_change(
     moe: bool,
 ) -> Decision:
     """Keep `candidate` over `incumbent` or not (module doc), with the figures that decided it."""
-    new, new_sessions = score(medians, candidate, final_corpus)
-    old, old_sessions = score(medians, incumbent, final_corpus)
+    new_repeats, new_sessions = score_repeats(medians, candidate, final_corpus)
+    old_repeats, old_sessions = score_repeats(medians, incumbent, final_corpus)
+    new = geometric_mean(v for _, _, v in new_repeats)
+    old = geometric_mean(v for _, _, v in old_repeats)
     decision = Decision(stage, candidate.label, incumbent.label, REJECT, "", new, old)
     decision.gate = gate_words(verdicts, candidate)
     if math.isnan(new) or math.isnan(old):
@@ -175,28 +203,41 @@ def decide_change(
         )
         return decision
     band, band_text = band_for(drift, new_sessions | old_sessions, rules)
-    decision.gain, decision.band = new / old - 1, band
+    decision.band = band
+    threshold = max(0.0 if math.isnan(band) else band, rules.min_gain)
+    j = judge(new_repeats, old_repeats, threshold)
+    _judged(decision, j)
     for corpus, _ in candidate.k_by_corpus:
         a, b = _row(medians, candidate, corpus), _row(medians, incumbent, corpus)
         if a is not None and b is not None:
-            decision.per_corpus[corpus] = float(a["median"]) / float(b["median"]) - 1
-    threshold = max(band, rules.min_gain)
+            decision.per_corpus[corpus] = judge(a["repeats"], b["repeats"], band).ratio - 1
     must_pass = candidate.lever in rules.must_pass_levers
     if rules.require_equivalence and (failed := failed_gates(verdicts, candidate, must_pass)):
         decision.reason = "output-equivalence gate failed (" + "; ".join(failed) + ")"
         return decision
     if moe and rules.moe_regression_check:
-        slower = [c for c, g in decision.per_corpus.items() if g < -band]
+        slower = [
+            c
+            for c, _ in candidate.k_by_corpus
+            if (a := _row(medians, candidate, c)) is not None
+            and (b := _row(medians, incumbent, c)) is not None
+            and judge(a["repeats"], b["repeats"], band).real_loss
+        ]
         if slower:
-            decision.reason = f"MoE model regresses beyond drift on {', '.join(slower)}"
+            decision.reason = f"MoE model: a real loss beyond drift on {', '.join(slower)}"
             return decision
-    if decision.gain > threshold:
+    words = f"{j.interval_words()}, {band_text}" + (
+        f", min_gain {rules.min_gain:.1%}" if rules.min_gain > (0.0 if math.isnan(band) else band) else ""
+    )
+    if j.real_gain:
         decision.decision = KEEP
-        decision.reason = f"{decision.gain:+.1%} beyond {band_text}"
-    elif decision.gain < -band:
-        decision.reason = f"{decision.gain:+.1%}: slower, beyond {band_text}"
+        decision.reason = f"real gain: {words}"
+    elif j.real_loss:
+        decision.reason = f"real loss (slower): {words}"
+    elif j.label == NOT_JUDGED:
+        decision.reason = f"not judged, fewer than 2 repeats on a side: {words}"
     else:
-        decision.reason = f"{decision.gain:+.1%} within {band_text}: not evidence of a gain"
+        decision.reason = f"within noise: {words}: not evidence of a gain"
     return decision
 
 
@@ -212,28 +253,26 @@ def choose_k(
     """The deployment K from a sweep (module doc), and per corpus the best K by the same tie rule."""
     scored = []
     for k in sorted(ks):
-        value, sessions = score(medians, LeverConfig.uniform(lever, k, corpora), final_corpus)
-        if not math.isnan(value):
-            scored.append((k, value, sessions))
+        repeats, sessions = score_repeats(medians, LeverConfig.uniform(lever, k, corpora), final_corpus)
+        if repeats:
+            scored.append((k, repeats, sessions))
     decision = Decision("best_k", f"{lever} K in {sorted(ks)}", "", SKIP, "")
     if not scored:
         decision.reason = "no valid measurement of the sweep"
         return None, decision
-    best_value = max(v for _, v, _ in scored)
     band, band_text = band_for(drift, {s for _, _, ss in scored for s in ss}, rules)
-    chosen = next(k for k, v, _ in scored if v >= best_value * (1 - band))
+    chosen, top_k = choose_smallest([(k, r) for k, r, _ in scored], band)
+    values = {k: geometric_mean(v for _, _, v in r) for k, r, _ in scored}
     decision.decision = CHOSE
-    decision.candidate_tok_per_s = next(v for k, v, _ in scored if k == chosen)
+    decision.candidate_tok_per_s = values[chosen]
     decision.band = band
-    top_k = next(k for k, v, _ in scored if v == best_value)
     decision.reason = (
-        f"K={chosen}: " + ", ".join(f"K={k} {v:,.1f}" for k, v, _ in scored) + f" tok/s; {band_text}"
-        + (f"; K={top_k} is within the band, the smaller K wins" if top_k != chosen else "")
+        f"K={chosen}: " + ", ".join(f"K={k} {v:,.1f}" for k, v in values.items()) + f" tok/s; {band_text}"
+        + (f"; K={top_k} is no real gain over it, the smaller K wins" if top_k != chosen else "")
     )  # fmt: skip
     for corpus in corpora:
         per = [(k, _row(medians, LeverConfig.uniform(lever, k, corpora), corpus)) for k in sorted(ks)]
-        per = [(k, float(r["median"])) for k, r in per if r is not None]
+        per = [(k, r["repeats"]) for k, r in per if r is not None]
         if per:
-            top = max(v for _, v in per)
-            decision.per_corpus[corpus] = next(k for k, v in per if v >= top * (1 - band))
+            decision.per_corpus[corpus] = choose_smallest(per, band)[0]
     return chosen, decision

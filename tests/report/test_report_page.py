@@ -22,8 +22,11 @@ def write_page(store, name="study"):
 
 def test_page_holds_table1_verdicts_figures_and_equivalence(synthetic_store, tmp_path):
     page = write_page(synthetic_store).read_text()
-    assert "bestkpad K=8" in page and "1.580" in page and "beyond drift (band 2.0%)" in page
-    assert "within drift (band 1.9%)" in page
+    assert "bestkpad K=8" in page and "1.580" in page
+    # Table 1 and best K show the interval, its label and the repeats behind it
+    assert "real gain: 1.580x [1.570, 1.590] 90% CI, n=3/3 paired, band 2.0%" in page
+    assert "no lever is a real gain over van (best other: suffix K=8, within noise: 1.015x" in page
+    assert "90% CI low" in page and "n van" in page and "within noise" in page
     assert page.count("src='data:image/png;base64,") == 3  # Figures 1-3 inline, nothing external
     assert "http://" not in page and "https://" not in page
     assert "Output equivalence" in page and "greedy outputs equal van" in page

@@ -14,11 +14,15 @@ DRIFT = session_drift(
 )[0]  # band 2 / 101 = 1.98 %  # fmt: skip
 
 
-def rows(model, values):
-    """values: {(corpus, lever, k): median}"""
+SPREAD = (1 / 1.005, 1.0, 1.005)  # every cell's three repeats: geometric mean = the value
+
+
+def rows(model, values, spread=SPREAD):
+    """values: {(corpus, lever, k): geometric mean over three repeats of session s1}"""
     return pd.DataFrame(
         [{"model": model, "corpus": c, "lever": lv, "k": k, "n": 3, "median": v, "mad": 1.0,
-          "sessions": ("s1",)} for (c, lv, k), v in values.items()]
+          "sessions": ("s1",), "repeats": tuple(("s1", r, v * f) for r, f in enumerate(spread))}
+         for (c, lv, k), v in values.items()]
     )  # fmt: skip
 
 
@@ -35,11 +39,15 @@ PER_LEVER = pd.concat(
 def test_final_lever_on_mix_and_table1():
     final = final_levers(PER_LEVER, DRIFT).set_index("model")
     # model a on mix: bestkpad 158 beats suffix 130 (chat's 500 is not looked at)
-    assert (final.loc["a", "final_label"], final.loc["a", "speedup_vs_van"]) == ("bestkpad K=8", 1.58)
-    assert final.loc["a", "beyond_drift"] and final.loc["a", "beyond_repeats"]
-    # model b: +1.5 % <= 1.98 %
-    assert final.loc["b", "speedup_vs_van"] == pytest.approx(1.015)
-    assert not final.loc["b", "beyond_drift"] and "within drift" in final.loc["b", "verdict"]
+    assert final.loc["a", "final_label"] == "bestkpad K=8"
+    assert final.loc["a", "speedup_vs_van"] == pytest.approx(1.58)
+    assert final.loc["a", "label"] == "real gain" and final.loc["a", "beyond_drift"]
+    assert (final.loc["a", "n_value"], final.loc["a", "n_reference"]) == (3, 3) and final.loc["a", "paired"]
+    assert final.loc["a", "ci_lo"] == pytest.approx(1.58) == final.loc["a", "ci_hi"]  # same spread: SD 0
+    # model b: suffix +1.5 % is within the 1.98 % band, so no lever is a real gain: van stays
+    # (before the one rule, the highest score was final even within drift: suffix 1.015x)
+    assert final.loc["b", "final_lever"] == "van" and final.loc["b", "speedup_vs_van"] == pytest.approx(1.0)
+    assert "best other: suffix K=8, within noise: 1.015x" in final.loc["b", "answer"]
     assert final.loc["b", "basis"] == "mix corpus"
     table = table1(final.reset_index())
     assert table.columns.tolist()[:5] == [
@@ -51,11 +59,22 @@ def test_final_lever_on_mix_and_table1():
     ]
     assert table.iloc[0][["model", "van_tok_per_s", "final_tok_per_s", "final_lever"]].tolist() == [
         "a",
-        100.0,
-        158.0,
+        pytest.approx(100.0),
+        pytest.approx(158.0),
         "bestkpad K=8",
     ]
-    assert speedup_geomean(final) == pytest.approx(math.sqrt(1.58 * 1.015))
+    assert speedup_geomean(final) == pytest.approx(math.sqrt(1.58 * 1.0))
+
+
+def test_a_large_point_gain_whose_interval_reaches_into_the_band_is_not_final():
+    noisy = (0.85, 1.0, 1.15)
+    per = pd.concat(
+        [rows("d", {("mix", "van", 0): 100.0}), rows("d", {("mix", "suffix", 8): 110.0}, spread=noisy)],
+        ignore_index=True,
+    )
+    row = final_levers(per, DRIFT).iloc[0]
+    assert row["final_lever"] == "van"  # +10 % point gain, but its 90 % interval reaches below 1
+    assert "best other: suffix K=8, within noise" in row["answer"]
 
 
 def test_without_mix_the_geometric_mean_over_common_corpora_decides():
@@ -70,7 +89,8 @@ def test_without_mix_the_geometric_mean_over_common_corpora_decides():
     assert row["final_lever"] == "suffix"
     assert row["speedup_vs_van"] == pytest.approx(math.sqrt(150 * 300) / 200)
     assert row["basis"].startswith("no mix corpus: geometric mean over 2 corpora (chat, code)")
-    assert pd.isna(row["beyond_repeats"])  # a geometric mean has no repeats' spread
+    # per repeat: the geometric mean over the corpora of that repeat's values, paired with van's
+    assert (row["n_value"], row["n_reference"], row["label"]) == (3, 3, "real gain")
 
 
 def test_a_lever_that_failed_equivalence_cannot_be_final():

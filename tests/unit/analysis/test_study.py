@@ -4,20 +4,27 @@ import pytest
 
 from analysis.study import load_study, store_root_from_env
 from grid.paths import PROJECT_ROOT
-from tests.unit.analysis.synthetic_store import GEOMEAN, S1, S2
+from tests.unit.analysis.synthetic_store import GEOMEAN, LLAMA_SPEEDUP, S1, S2
 
 
 def test_table1_from_the_store(synthetic_store):
     study = load_study(synthetic_store)
     assert study.excluded_invalid == 1
     table = study.table1.set_index("model")
+    # tok/s: geometric means over the three VALID repeats (the INVALID 500 is left out)
     assert table.loc["llama31_8b", ["van_tok_per_s", "final_tok_per_s", "final_lever"]].tolist() == [
-        100.0, 158.0, "bestkpad K=8"
-    ]  # fmt: skip
-    assert table.loc["llama31_8b", "speedup_vs_van"] == pytest.approx(1.58)
-    assert table.loc["llama31_8b", "beyond_drift"]
-    assert table.loc["qwen25_7b", "final_lever"] == "suffix K=8"
-    assert not table.loc["qwen25_7b", "beyond_drift"]
+        pytest.approx((99 * 101 * 100) ** (1 / 3)),
+        pytest.approx((157 * 159 * 158) ** (1 / 3)),
+        "bestkpad K=8",
+    ]
+    assert table.loc["llama31_8b", "speedup_vs_van"] == pytest.approx(LLAMA_SPEEDUP)
+    assert table.loc["llama31_8b", "label"] == "real gain"
+    assert table.loc["llama31_8b", "ci_lo"] < LLAMA_SPEEDUP < table.loc["llama31_8b", "ci_hi"]
+    assert table.loc["llama31_8b", ["n_value", "n_reference"]].tolist() == [3, 3]
+    # suffix +1.5 % is within the 1.905 % band: no lever is a real gain, van stays
+    # (before the one rule: suffix K=8, 1.015x, within drift)
+    assert table.loc["qwen25_7b", "final_lever"] == "van"
+    assert table.loc["qwen25_7b", "label"] == "within noise"
     assert study.speedup_geomean == pytest.approx(GEOMEAN)
     assert "1 INVALID cells left out (see their invalid_reasons)." in study.notes
 

@@ -9,8 +9,11 @@ CORPORA = ["code_complete", "chat_bench"]
 RULES = TuneRules()
 
 
-def medians(rows):
-    """rows: (corpus, lever, k, median tok/s, session)."""
+SPREAD = (1 / 1.005, 1.0, 1.005)  # three repeats per cell, geometric mean = the value
+
+
+def medians(rows, spread=SPREAD):
+    """rows: (corpus, lever, k, geometric mean tok/s, session); repeats paired by index within a session."""
     return pd.DataFrame(
         [
             {
@@ -18,10 +21,11 @@ def medians(rows):
                 "corpus": c,
                 "lever": lv,
                 "k": k,
-                "n": 1,
+                "n": len(spread),
                 "median": v,
                 "mad": 0.0,
                 "sessions": (s,),
+                "repeats": tuple((s, r, v * f) for r, f in enumerate(spread)),
             }
             for c, lv, k, v, s in rows
         ]
@@ -57,7 +61,7 @@ def test_score_is_the_geometric_mean_over_corpora_without_the_final_corpus():
     assert value == pytest.approx(math.sqrt(112.0 * 100.0))
     assert sessions == {"B"}
     value, _ = score(FIGURES, SUFFIX, final_corpus="code_complete")
-    assert value == 112.0
+    assert value == pytest.approx(112.0)
 
 
 def test_a_gain_beyond_the_drift_band_is_kept():
@@ -75,7 +79,7 @@ def test_a_gain_within_the_drift_band_is_rejected():
     assert d.decision == REJECT
     assert d.gain == pytest.approx(math.sqrt(113 * 100.5 / 11200) - 1)
     assert d.band == pytest.approx(math.sqrt((0.01**2 + 0.015**2) / 2))
-    assert "within drift band 1.3%" in d.reason
+    assert d.reason.startswith("within noise: 1.007x") and "drift band 1.3%" in d.reason
 
 
 def test_a_failed_equivalence_gate_rejects_whatever_the_gain():
@@ -114,21 +118,37 @@ def test_w4a4_must_pass_the_gate_on_every_corpus_not_merely_not_fail():
 
 
 def test_moe_models_reject_a_lever_that_slows_one_corpus_beyond_drift():
-    figures = medians([*FIGURES[["corpus", "lever", "k", "median"]].assign(s="A").itertuples(index=False)])
-    suffix = figures["lever"] == "suffix"
-    figures.loc[suffix & (figures["corpus"] == "code_complete"), "median"] = 130.0
-    figures.loc[suffix & (figures["corpus"] == "chat_bench"), "median"] = 90.0
+    figures = medians(
+        [(c, "van", 0, 100.0, "A") for c in CORPORA]
+        + [("code_complete", "suffix", 8, 130.0, "A"), ("chat_bench", "suffix", 8, 90.0, "A")]
+    )
     one_session = drift([("A", 0.02, 100.0)])
     dense = decide_change("suffix", VAN, SUFFIX, figures, one_session, NO_VERDICTS, RULES, "mix", moe=False)
     moe = decide_change("suffix", VAN, SUFFIX, figures, one_session, NO_VERDICTS, RULES, "mix", moe=True)
     assert dense.decision == KEEP  # sqrt(1.3 x 0.9) - 1 = +8.2 % > 2 %
-    assert moe.decision == REJECT and "regresses beyond drift on chat_bench" in moe.reason
+    assert moe.decision == REJECT and "a real loss beyond drift on chat_bench" in moe.reason
 
 
-def test_unknown_drift_uses_the_configured_band():
+def test_unknown_drift_leaves_the_interval_alone_to_decide_as_in_analysis():
+    # (before the one rule: tune took rules.unknown_drift_band = 5 %, analysis 0)
     d = decide_change("suffix", VAN, SUFFIX, FIGURES, drift([]), NO_VERDICTS, RULES, "mix", moe=False)
-    assert d.band == RULES.unknown_drift_band
-    assert d.decision == KEEP  # 5.83 % > 5 %
+    assert math.isnan(d.band) and "drift unknown" in d.reason
+    assert d.decision == KEEP  # +5.83 % with an interval of width 0
+
+
+def test_a_noisy_gain_or_single_repeats_are_not_kept():
+    noisy = pd.concat(
+        [FIGURES[FIGURES["lever"] == "van"], medians([(c, "suffix", 8, 110.0, "A") for c in CORPORA],
+                                                     spread=(0.85, 1.0, 1.15))]
+    )  # fmt: skip
+    d = decide_change("suffix", VAN, SUFFIX, noisy, DRIFT, NO_VERDICTS, RULES, "mix", moe=False)
+    assert d.gain > 0.05 and d.decision == REJECT and d.label == "within noise" and d.ci_lo < 1
+    single = medians(
+        [(c, "van", 0, 100.0, "A") for c in CORPORA] + [(c, "suffix", 8, 150.0, "A") for c in CORPORA],
+        spread=(1.0,),
+    )
+    d = decide_change("suffix", VAN, SUFFIX, single, DRIFT, NO_VERDICTS, RULES, "mix", moe=False)
+    assert d.decision == REJECT and d.reason.startswith("not judged, fewer than 2 repeats")
 
 
 def test_best_k_prefers_the_smaller_k_within_the_band():
@@ -155,4 +175,5 @@ def test_a_loss_beyond_the_band_is_called_slower_not_within():
     d = decide_change(
         "suffix", VAN, SUFFIX, slow, drift([("A", 0.02, 100.0)]), NO_VERDICTS, RULES, "mix", False
     )
-    assert d.decision == REJECT and "slower, beyond drift band 2.0%" in d.reason
+    assert d.decision == REJECT and d.reason.startswith("real loss (slower): 0.500x")
+    assert "drift band 2.0%" in d.reason
