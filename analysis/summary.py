@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from analysis.decision import judge
+from analysis.medians import lever_medians
 from analysis.repeats import aggregate_repeats
 from store.read import connect
 
@@ -121,15 +124,40 @@ def render(frame: pd.DataFrame, console: Console | None = None) -> None:
             )
 
 
+def x_van(medians: pd.DataFrame) -> dict[tuple, object]:
+    """Per (model, corpus, lever, k) other than van: analysis.decision's judgement against van's repeats.
+
+    No drift band here (a run's summary has no anchor analysis): the interval alone decides;
+    `python -m grid report` judges against the drift band.
+    """
+    out = {}
+    van = medians[medians["lever"] == "van"].set_index(["model", "corpus"])["repeats"]
+    for row in medians.itertuples(index=False):
+        if row.lever != "van" and (row.model, row.corpus) in van.index:
+            out[(row.model, row.corpus, row.lever, row.k)] = judge(
+                row.repeats, van[(row.model, row.corpus)], math.nan
+            )
+    return out
+
+
 def render_repeats(frame: pd.DataFrame, console: Console) -> None:
-    """Median and MAD over repeats, VALID cells only, saying how many were left out."""
+    """Median and MAD over repeats (VALID cells only, saying how many were left out); x van, interval."""
     table_data, excluded = aggregate_repeats(frame)
+    judged = (
+        x_van(lever_medians(frame)[0]) if {"session_id", "output_tok_per_s"} <= set(frame.columns) else {}
+    )
     table = Table(title="repeats: output tok/s in the window (VALID cells)")
-    for header in ("model", "corpus", "lever", "K", "n", "median", "MAD"):
+    for header in ("model", "corpus", "lever", "K", "n", "median", "MAD", "x van [90% CI]", "label"):
         table.add_column(header)
     for row in table_data.itertuples():
+        j = judged.get((row.model, row.corpus, row.lever, row.k))
         table.add_row(row.model, row.corpus, row.lever, str(row.k or "-"), str(row.n),
-                      _fmt(row.median), _fmt(row.mad))  # fmt: skip
+                      _fmt(row.median), _fmt(row.mad), j.interval_words() if j else "-",
+                      j.label if j else "-")  # fmt: skip
     console.print(table)
+    console.print(
+        "x van: ratio of geometric means over repeats, its 90% t-interval (paired by session and repeat); "
+        "no drift band in this table (python -m grid report applies it; analysis/decision.py)"
+    )
     if excluded:
         console.print(f"{excluded} INVALID cells left out (see invalid_reasons)")

@@ -1,0 +1,16 @@
+"""The run summary's repeats table judges x van by analysis/decision.py (interval alone, no band)."""
+
+import io
+
+from rich.console import Console
+
+from analysis.summary import latest_cells, render_repeats
+from tests.unit.analysis.synthetic_store import build_store
+
+
+def test_repeats_table_shows_x_van_with_interval_label_and_n(tmp_path):
+    out = io.StringIO()
+    render_repeats(latest_cells(build_store(tmp_path / "store")), Console(file=out, width=200))
+    text = out.getvalue()
+    assert "1.580x [1.570, 1.590] 90% CI, n=3/3 paired" in text and "real gain" in text
+    assert "no drift band in this table" in text
