@@ -17,9 +17,9 @@ rule of analysis.decision: the incumbent starts as van; each lever in stage
 order (van, suffix, bestkpad, w4a4, dynk, then any other by name) replaces it
 only when judge(lever, incumbent) is a 'real gain' (its interval wholly above
 1 + drift band). speedup_vs_van = the judgement's ratio of final over van, shown
-with its interval, n repeats and label (Table 1). A lever whose
-output-equivalence verdict is 'fail' on any corpus cannot be final (see
-failed_equivalence). Over models: geometric mean of speedup_vs_van.
+with its interval, n repeats and label (Table 1). Only levers that cleared the
+output-equivalence gate for the model on every corpus they are scored on take
+part (analysis/gate.py). Over models: geometric mean of speedup_vs_van.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import pandas as pd
 from analysis.compare import compare, typed_flags
 from analysis.decision import geomean_repeats, judge
 from analysis.drift import drift_band
+from analysis.gate import gate_problems, latest_verdicts, parse_k_by_corpus
 from analysis.medians import sessions_of
 from analysis.stats import geometric_mean
 
@@ -57,20 +58,6 @@ TABLE1_COLUMNS = [
 def lever_label(lever: str, k: object) -> str:
     """'bestkpad K=8'; the lever name alone for levers without drafts (K = 0) or a K per corpus."""
     return f"{lever} K={int(k)}" if isinstance(k, numbers.Real) and not pd.isna(k) and k else lever
-
-
-def failed_equivalence(equivalence: pd.DataFrame | None) -> set[tuple[str, str, int]]:
-    """(model, lever, k) whose latest verdict (by session id) on some corpus is 'fail'.
-
-    For levers that change outputs on purpose (`changes_outputs`), anything but
-    'pass' counts: no logprob probe is no evidence that the outputs are fine.
-    """
-    if equivalence is None or equivalence.empty:
-        return set()
-    latest = equivalence.sort_values("session_id").groupby(["model", "corpus", "lever", "k"]).tail(1)
-    lossy = latest.get("changes_outputs", pd.Series(False, index=latest.index)).fillna(False).astype(bool)
-    failed = latest[(latest["verdict"] == "fail") | (lossy & (latest["verdict"] != "pass"))]
-    return {(m, lv, int(k)) for m, lv, k in failed[["model", "lever", "k"]].itertuples(index=False)}
 
 
 def k_by_corpus(rows: pd.DataFrame) -> str:
@@ -142,17 +129,24 @@ def _runner_up(allowed: pd.DataFrame, van: pd.DataFrame, drift: pd.DataFrame) ->
 
 
 def final_for_model(
-    model: str, rows: pd.DataFrame, drift: pd.DataFrame, final_corpus: str, failed: set[tuple[str, str, int]]
+    model: str, rows: pd.DataFrame, drift: pd.DataFrame, final_corpus: str, verdicts: pd.DataFrame
 ) -> dict[str, Any]:
     """The final lever of one model with its score, van's score and the comparison columns."""
     scores, basis = lever_scores(rows, final_corpus)
     if scores.empty:
         return {"model": model, "basis": basis, "verdict": "no lever measured"}
-    banned = pd.Series([(model, r.lever, r.k) in failed for r in scores.itertuples()], index=scores.index)
+    # Every corpus the lever is scored on, at the K it ran there (analysis/gate.py).
+    banned = pd.Series(
+        [
+            bool(gate_problems(verdicts, model, r.lever, parse_k_by_corpus(r.k_by_corpus)))
+            for r in scores.itertuples()
+        ],
+        index=scores.index,
+    )
     allowed = scores[~banned]
     van = scores[scores["lever"] == REFERENCE_LEVER]
     if allowed.empty:
-        return {"model": model, "basis": basis, "verdict": "every lever failed equivalence"}
+        return {"model": model, "basis": basis, "verdict": "no lever cleared the equivalence gate"}
     final = walk(allowed, drift)
     van_score = float(van["score"].iloc[0]) if len(van) else math.nan
     sides = pd.DataFrame([final, van.iloc[0]]) if len(van) else pd.DataFrame([final])
@@ -184,9 +178,9 @@ def final_levers(
     equivalence: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per model: final lever, K, tok/s, van tok/s, speedup_vs_van and the verdict (module doc)."""
-    failed = failed_equivalence(equivalence)
+    verdicts = latest_verdicts(equivalence)
     rows = [
-        final_for_model(model, group, drift, final_corpus, failed)
+        final_for_model(model, group, drift, final_corpus, verdicts)
         for model, group in per_lever.groupby("model", sort=True)
     ]
     return typed_flags(pd.DataFrame(rows))

@@ -2,10 +2,11 @@
 
 One rule for the analysis (analysis/final.py) and tune (experiments/decide.py):
 a lever is usable for a model only if its latest verdict is 'pass' for that
-model, lever and K on every corpus it is scored on. A missing verdict or
-'no_reference' is no evidence that its outputs are right, so it never counts
-as a pass; verdicts of other models never count at all. van is the reference
-and needs none.
+model, lever and K on every corpus it is scored on, and no corpus's latest
+verdict at one of those K is 'fail' (a lever that changed outputs anywhere is
+not lossless). A missing verdict or 'no_reference' is no evidence that its
+outputs are right, so it never counts as a pass; verdicts of other models
+never count at all. van is the reference and needs none.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from analysis.equivalence import PASS
+from analysis.equivalence import FAIL, PASS
 
 REFERENCE_LEVER = "van"
 KEY = ["model", "lever", "k", "corpus"]
@@ -43,19 +44,24 @@ def gate_problems(
     """Why `lever` may not be used for `model` ('corpus: reason' each); empty when it cleared the gate."""
     if lever == REFERENCE_LEVER:
         return []
+    pairs = [
+        (corpus, 0 if k is None or (isinstance(k, float) and math.isnan(k)) else int(k))
+        for corpus, k in k_by_corpus
+    ]
+    mine = latest[(latest["model"] == model) & (latest["lever"] == lever)]
     problems = []
-    for corpus, k in k_by_corpus:
-        k = 0 if k is None or (isinstance(k, float) and math.isnan(k)) else int(k)
-        rows = latest[
-            (latest["model"] == model)
-            & (latest["lever"] == lever)
-            & (latest["k"] == k)
-            & (latest["corpus"] == corpus)
-        ]
+    for corpus, k in pairs:
+        rows = mine[(mine["k"] == k) & (mine["corpus"] == corpus)]
         if rows.empty:
             problems.append(
                 f"{corpus}: no equivalence verdict for {model}/{lever} K={k}, which is not a pass"
             )
         elif (verdict := rows.iloc[-1]["verdict"]) != PASS:
-            problems.append(f"{corpus}: {verdict} ({rows.iloc[-1]['reason']})")
+            problems.append(f"{corpus}: {verdict} ({rows.iloc[-1].get('reason', '')})")
+    scored = set(pairs)
+    elsewhere = mine[mine["k"].isin({k for _, k in pairs}) & (mine["verdict"] == FAIL)]
+    for row in elsewhere.itertuples():
+        if (row.corpus, int(row.k)) not in scored:
+            reason = getattr(row, "reason", "")
+            problems.append(f"{row.corpus}: fail at K={int(row.k)} ({reason}); it changed outputs there")
     return problems

@@ -15,8 +15,8 @@ analysis.decision (the same rule as the study's Table 1 and best K):
                   max(band, rules.min_gain)): ratio, its 90 % t-interval, label
   gain          = judgement ratio - 1
   keep          iff the judgement is a 'real gain' (interval wholly above 1 + band)
-                  and no equivalence verdict of the candidate is 'fail'
-                  (for rules.must_pass_levers, such as w4a4: every verdict is 'pass')
+                  and the candidate's latest verdict for this model is 'pass' on every
+                  corpus at its K there (analysis/gate.py; none or no_reference is no pass)
                   and, for MoE models, no corpus is a 'real loss'
 
 The K sweep first chooses a K by analysis.decision.choose_smallest: the smallest
@@ -35,6 +35,7 @@ import pandas as pd
 
 from analysis.decision import NOT_JUDGED, Judgement, choose_smallest, geomean_repeats, judge
 from analysis.drift import drift_band
+from analysis.gate import gate_problems, latest_verdicts
 from analysis.stats import geometric_mean
 
 KEEP, REJECT, SKIP, CHOSE = "keep", "reject", "skip", "chose"
@@ -49,11 +50,8 @@ class TuneRules:
     # Kept for old configs and ignored: with the drift unknown the interval alone
     # decides, in tune as in the study's analysis (analysis/decision.py).
     unknown_drift_band: float = 0.05
-    # Levers whose output-equivalence verdict failed are never kept.
+    # Only levers with a 'pass' for this model on every corpus are kept (analysis/gate.py).
     require_equivalence: bool = True
-    # Levers that change outputs on purpose need a 'pass' on every corpus, not
-    # merely no 'fail': a missing logprob probe (no_reference) does not clear them.
-    must_pass_levers: list[str] = field(default_factory=lambda: ["w4a4"])
     # MoE models: a change that slows any corpus beyond drift is rejected.
     moe_regression_check: bool = True
 
@@ -145,35 +143,20 @@ def _judged(decision: Decision, j: Judgement) -> None:
     decision.n_repeats = f"{j.n_value}/{j.n_reference}" + (" paired" if j.paired else "")
 
 
-def failed_gates(verdicts: pd.DataFrame, config: LeverConfig, must_pass: bool = False) -> list[str]:
-    """Corpora where the candidate's latest equivalence verdict is 'fail', with the reason.
-
-    With must_pass, any verdict but 'pass' (or none at all) counts as failed.
-    """
-    failed = []
-    for corpus, k in config.k_by_corpus:
-        rows = pd.DataFrame() if verdicts is None or verdicts.empty else verdicts[
-            (verdicts["lever"] == config.lever) & (verdicts["k"] == k) & (verdicts["corpus"] == corpus)
-        ]  # fmt: skip
-        latest = rows.iloc[-1] if len(rows) else None
-        if latest is not None and latest["verdict"] == "fail":
-            failed.append(f"{corpus}: {latest['reason']}")
-        elif must_pass and latest is None:
-            failed.append(f"{corpus}: no verdict, and {config.lever} must pass the gate")
-        elif must_pass and latest["verdict"] != "pass":
-            failed.append(f"{corpus}: {latest['verdict']}, and {config.lever} must pass ({latest['reason']})")
-    return failed
+def failed_gates(verdicts: pd.DataFrame, model: str, config: LeverConfig) -> list[str]:
+    """Corpora where the candidate has not cleared the equivalence gate for `model` (analysis/gate.py)."""
+    return gate_problems(latest_verdicts(verdicts), model, config.lever, config.k_by_corpus)
 
 
-def gate_words(verdicts: pd.DataFrame, config: LeverConfig) -> str:
-    """The candidate's latest verdict per corpus, e.g. 'code_complete pass, chat_bench fail'."""
-    if verdicts is None or verdicts.empty:
-        return "no verdict"
+def gate_words(verdicts: pd.DataFrame, model: str, config: LeverConfig) -> str:
+    """The candidate's latest verdict for `model` per corpus, e.g. 'code_complete pass, chat_bench fail'."""
+    latest = latest_verdicts(verdicts)
     words = []
     for corpus, k in config.k_by_corpus:
-        rows = verdicts[
-            (verdicts["lever"] == config.lever) & (verdicts["k"] == k) & (verdicts["corpus"] == corpus)
-        ]
+        rows = latest[
+            (latest["model"] == model) & (latest["lever"] == config.lever) & (latest["k"] == k)
+            & (latest["corpus"] == corpus)
+        ]  # fmt: skip
         if len(rows):
             words.append(f"{corpus} {rows.iloc[-1]['verdict']}")
     return ", ".join(words) or "no verdict"
@@ -189,6 +172,7 @@ def decide_change(
     rules: TuneRules,
     final_corpus: str,
     moe: bool,
+    model: str,
 ) -> Decision:
     """Keep `candidate` over `incumbent` or not (module doc), with the figures that decided it."""
     new_repeats, new_sessions = score_repeats(medians, candidate, final_corpus)
@@ -196,7 +180,7 @@ def decide_change(
     new = geometric_mean(v for _, _, v in new_repeats)
     old = geometric_mean(v for _, _, v in old_repeats)
     decision = Decision(stage, candidate.label, incumbent.label, REJECT, "", new, old)
-    decision.gate = gate_words(verdicts, candidate)
+    decision.gate = gate_words(verdicts, model, candidate)
     if math.isnan(new) or math.isnan(old):
         decision.reason = "no valid measurement of " + (
             candidate.label if math.isnan(new) else incumbent.label
@@ -211,8 +195,7 @@ def decide_change(
         a, b = _row(medians, candidate, corpus), _row(medians, incumbent, corpus)
         if a is not None and b is not None:
             decision.per_corpus[corpus] = judge(a["repeats"], b["repeats"], band).ratio - 1
-    must_pass = candidate.lever in rules.must_pass_levers
-    if rules.require_equivalence and (failed := failed_gates(verdicts, candidate, must_pass)):
+    if rules.require_equivalence and (failed := failed_gates(verdicts, model, candidate)):
         decision.reason = "output-equivalence gate failed (" + "; ".join(failed) + ")"
         return decision
     if moe and rules.moe_regression_check:

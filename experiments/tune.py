@@ -130,7 +130,7 @@ class Tune:
     def change(self, stage: str, incumbent: LeverConfig, candidate: LeverConfig) -> LeverConfig:
         medians, drift, verdicts = self.evidence()
         decision = decide_change(stage, incumbent, candidate, medians, drift, verdicts, self.cfg.rules,
-                                 self.cfg.final_corpus, self.model.moe)  # fmt: skip
+                                 self.cfg.final_corpus, self.model.moe, self.model.name)  # fmt: skip
         self.record(decision)
         return candidate if decision.decision == KEEP else incumbent
 

@@ -36,8 +36,14 @@ PER_LEVER = pd.concat(
 )  # fmt: skip
 
 
+def passes(per_lever, session="s0"):
+    """A 'pass' verdict for every (model, corpus, lever, K) measured: every lever cleared the gate."""
+    cells = per_lever[per_lever["lever"] != "van"][["model", "corpus", "lever", "k"]]
+    return cells.assign(session_id=session, verdict="pass", reason="same outputs")
+
+
 def test_final_lever_on_mix_and_table1():
-    final = final_levers(PER_LEVER, DRIFT).set_index("model")
+    final = final_levers(PER_LEVER, DRIFT, equivalence=passes(PER_LEVER)).set_index("model")
     # model a on mix: bestkpad 158 beats suffix 130 (chat's 500 is not looked at)
     assert final.loc["a", "final_label"] == "bestkpad K=8"
     assert final.loc["a", "speedup_vs_van"] == pytest.approx(1.58)
@@ -72,7 +78,7 @@ def test_a_large_point_gain_whose_interval_reaches_into_the_band_is_not_final():
         [rows("d", {("mix", "van", 0): 100.0}), rows("d", {("mix", "suffix", 8): 110.0}, spread=noisy)],
         ignore_index=True,
     )
-    row = final_levers(per, DRIFT).iloc[0]
+    row = final_levers(per, DRIFT, equivalence=passes(per)).iloc[0]
     assert row["final_lever"] == "van"  # +10 % point gain, but its 90 % interval reaches below 1
     assert "best other: suffix K=8, within noise" in row["answer"]
 
@@ -80,11 +86,11 @@ def test_a_large_point_gain_whose_interval_reaches_into_the_band_is_not_final():
 def test_without_mix_the_geometric_mean_over_common_corpora_decides():
     per = rows("c", {("chat", "van", 0): 100.0, ("code", "van", 0): 400.0, ("chat", "suffix", 8): 150.0,
                      ("code", "suffix", 8): 300.0, ("chat", "w4a4", 0): 1000.0})  # fmt: skip
-    row = final_levers(per, DRIFT).iloc[0]
+    row = final_levers(per, DRIFT, equivalence=passes(per)).iloc[0]
     # common corpora of van, suffix and w4a4: chat only -> w4a4 1000 vs van 100
     assert row["final_lever"] == "w4a4" and row["speedup_vs_van"] == pytest.approx(10.0)
     per = per[per["lever"] != "w4a4"]
-    row = final_levers(per, DRIFT).iloc[0]
+    row = final_levers(per, DRIFT, equivalence=passes(per)).iloc[0]
     # van: sqrt(100 * 400) = 200; suffix: sqrt(150 * 300) = 212.13 -> suffix, 1.0607x
     assert row["final_lever"] == "suffix"
     assert row["speedup_vs_van"] == pytest.approx(math.sqrt(150 * 300) / 200)
@@ -94,13 +100,15 @@ def test_without_mix_the_geometric_mean_over_common_corpora_decides():
 
 
 def test_a_lever_that_failed_equivalence_cannot_be_final():
-    verdicts = pd.DataFrame(
-        [{"session_id": "s1", "model": "a", "corpus": "chat", "lever": "bestkpad", "k": 8, "verdict": "fail"}]
-    )
+    fail = pd.DataFrame(
+        [{"session_id": "s1", "model": "a", "corpus": "chat", "lever": "bestkpad", "k": 8, "verdict": "fail",
+          "reason": "exact match 3/8"}]
+    )  # fmt: skip
+    verdicts = pd.concat([passes(PER_LEVER), fail])
     row = final_levers(PER_LEVER, DRIFT, equivalence=verdicts).set_index("model").loc["a"]
     assert row["final_label"] == "suffix K=8" and row["speedup_vs_van"] == pytest.approx(1.3)
     assert row["excluded_by_equivalence"] == "bestkpad K=8"
-    later_pass = pd.concat([verdicts, verdicts.assign(session_id="s2", verdict="pass")])
+    later_pass = pd.concat([verdicts, fail.assign(session_id="s2", verdict="pass")])
     row = final_levers(PER_LEVER, DRIFT, equivalence=later_pass).set_index("model").loc["a"]
     assert row["final_label"] == "bestkpad K=8"  # the latest verdict counts
 
@@ -114,6 +122,14 @@ def test_a_lever_that_changes_outputs_needs_a_pass_to_be_final():
     assert final_levers(per, DRIFT, equivalence=unprobed).iloc[0]["final_lever"] == "van"
     passed = unprobed.assign(verdict="pass")
     assert final_levers(per, DRIFT, equivalence=passed).iloc[0]["final_lever"] == "w4a4"
-    # Verdict files from before the column existed: no_reference does not exclude.
+    # Without the column, as with it: no_reference is never a pass, and no verdict at all neither.
     old = unprobed.drop(columns="changes_outputs")
-    assert final_levers(per, DRIFT, equivalence=old).iloc[0]["final_lever"] == "w4a4"
+    assert final_levers(per, DRIFT, equivalence=old).iloc[0]["final_lever"] == "van"
+    assert final_levers(per, DRIFT).iloc[0]["final_lever"] == "van"
+
+
+def test_another_models_pass_does_not_clear_a_lever():
+    per = rows("c", {("chat", "van", 0): 100.0, ("chat", "suffix", 8): 300.0})
+    other = passes(per).assign(model="tiny")
+    row = final_levers(per, DRIFT, equivalence=other).iloc[0]
+    assert row["final_lever"] == "van" and row["excluded_by_equivalence"] == "suffix K=8"

@@ -41,3 +41,17 @@ def test_the_latest_session_decides_and_van_needs_no_verdict():
     latest = verdicts(("s1", "m", "suffix", 8, "chat", "fail"), ("s2", "m", "suffix", 8, "chat", "pass"))
     assert gate_problems(latest, "m", "suffix", [("chat", 8)]) == []
     assert gate_problems(latest, "m", "van", [("chat", 0)]) == []
+
+
+def test_a_fail_on_a_corpus_the_lever_is_not_scored_on_still_bans_it():
+    latest = verdicts(("s1", "m", "bestkpad", 8, "mix", "pass"), ("s1", "m", "bestkpad", 8, "chat", "fail"))
+    assert gate_problems(latest, "m", "bestkpad", [("mix", 8)]) == [
+        "chat: fail at K=8 (why); it changed outputs there"
+    ]
+    # At another K it says nothing about this configuration.
+    assert gate_problems(latest, "m", "bestkpad", [("mix", 8)]) and not gate_problems(
+        verdicts(("s1", "m", "bestkpad", 8, "mix", "pass"), ("s1", "m", "bestkpad", 4, "chat", "fail")),
+        "m",
+        "bestkpad",
+        [("mix", 8)],
+    )

@@ -38,7 +38,16 @@ def drift(rows):
     return pd.DataFrame([(s, "tiny", "code_complete", "van", 0, m, d) for s, d, m in rows], columns=columns)
 
 
-NO_VERDICTS = pd.DataFrame(columns=["lever", "k", "corpus", "verdict", "reason"])
+def verdicts(rows, model="tiny"):
+    """rows: (lever, k, corpus, verdict, reason), all of one model and session."""
+    frame = pd.DataFrame(rows, columns=["lever", "k", "corpus", "verdict", "reason"])
+    return frame.assign(model=model, session_id="s1")
+
+
+# Every lever of these tests cleared the equivalence gate, unless a test says otherwise.
+PASSED = verdicts(
+    [(lv, k, c, "pass", "same outputs") for lv, k in (("suffix", 8), ("bestkpad", 8)) for c in CORPORA]
+)
 VAN = LeverConfig.uniform("van", 0, CORPORA)
 SUFFIX = LeverConfig.uniform("suffix", 8, CORPORA)
 KPAD = LeverConfig.uniform("bestkpad", 8, CORPORA)
@@ -65,7 +74,7 @@ def test_score_is_the_geometric_mean_over_corpora_without_the_final_corpus():
 
 
 def test_a_gain_beyond_the_drift_band_is_kept():
-    d = decide_change("suffix", VAN, SUFFIX, FIGURES, DRIFT, NO_VERDICTS, RULES, "mix", moe=False)
+    d = decide_change("suffix", VAN, SUFFIX, FIGURES, DRIFT, PASSED, RULES, "mix", moe=False, model="tiny")
     # gain = sqrt(1.12) - 1 = 5.83 % > band = max(sqrt((2 %^2 + 1 %^2) / 2), 1/100.5) = 1.58 %
     assert d.decision == KEEP
     assert d.gain == pytest.approx(math.sqrt(1.12) - 1)
@@ -74,7 +83,7 @@ def test_a_gain_beyond_the_drift_band_is_kept():
 
 
 def test_a_gain_within_the_drift_band_is_rejected():
-    d = decide_change("kpad", SUFFIX, KPAD, FIGURES, DRIFT, NO_VERDICTS, RULES, "mix", moe=False)
+    d = decide_change("kpad", SUFFIX, KPAD, FIGURES, DRIFT, PASSED, RULES, "mix", moe=False, model="tiny")
     # gain = sqrt(113 * 100.5 / (112 * 100)) - 1 = 0.70 % < band max(sqrt((1 %^2 + 1.5 %^2) / 2), 1/100.75)
     assert d.decision == REJECT
     assert d.gain == pytest.approx(math.sqrt(113 * 100.5 / 11200) - 1)
@@ -83,38 +92,42 @@ def test_a_gain_within_the_drift_band_is_rejected():
 
 
 def test_a_failed_equivalence_gate_rejects_whatever_the_gain():
-    verdicts = pd.DataFrame(
-        [{"lever": "suffix", "k": 8, "corpus": "chat_bench", "verdict": "fail", "reason": "exact match 3/8"}]
+    failed = verdicts(
+        [
+            ("suffix", 8, "code_complete", "pass", "same"),
+            ("suffix", 8, "chat_bench", "fail", "exact match 3/8"),
+        ]
     )
-    d = decide_change("suffix", VAN, SUFFIX, FIGURES, DRIFT, verdicts, RULES, "mix", moe=False)
+    d = decide_change("suffix", VAN, SUFFIX, FIGURES, DRIFT, failed, RULES, "mix", moe=False, model="tiny")
     assert d.decision == REJECT
-    assert "gate failed (chat_bench: exact match 3/8)" in d.reason
-    assert d.gate == "chat_bench fail"
+    assert "gate failed (chat_bench: fail (exact match 3/8))" in d.reason
+    assert d.gate == "code_complete pass, chat_bench fail"
 
 
-def test_w4a4_must_pass_the_gate_on_every_corpus_not_merely_not_fail():
+def test_every_lever_must_pass_the_gate_for_this_model_on_every_corpus():
     w4a4 = LeverConfig.uniform("w4a4", 0, CORPORA)
     figures = pd.concat(
         [FIGURES, medians([("code_complete", "w4a4", 0, 130.0, "D"), ("chat_bench", "w4a4", 0, 130.0, "D")])]
     )
     drift_d = pd.concat([DRIFT, drift([("D", 0.01, 100.0)])])
 
-    def decide(rows):
-        verdicts = pd.DataFrame(rows, columns=["lever", "k", "corpus", "verdict", "reason"])
-        return decide_change("w4a4", VAN, w4a4, figures, drift_d, verdicts, RULES, "mix", moe=False)
+    def decide(frame, candidate=w4a4):
+        return decide_change(
+            candidate.lever, VAN, candidate, figures, drift_d, frame, RULES, "mix", moe=False, model="tiny"
+        )
 
     unprobed = ("w4a4", 0, "chat_bench", "no_reference", "no logprob probe")
     passed = [("w4a4", 0, c, "pass", "KL 0.01") for c in CORPORA]
-    assert decide(passed).decision == KEEP  # +30 %, both corpora pass
-    missing = decide(passed[:1])
-    assert missing.decision == REJECT and "chat_bench: no verdict, and w4a4 must pass" in missing.reason
-    unsure = decide([passed[0], unprobed])
-    assert unsure.decision == REJECT and "chat_bench: no_reference, and w4a4 must pass" in unsure.reason
-    # A lossless lever with no verdict is not held back (its gate did not fail).
-    assert (
-        decide_change("suffix", VAN, SUFFIX, FIGURES, DRIFT, NO_VERDICTS, RULES, "mix", moe=False).decision
-        == KEEP
-    )
+    assert decide(verdicts(passed)).decision == KEEP  # +30 %, both corpora pass
+    missing = decide(verdicts(passed[:1]))
+    assert missing.decision == REJECT and "chat_bench: no equivalence verdict for tiny/w4a4" in missing.reason
+    unsure = decide(verdicts([passed[0], unprobed]))
+    assert unsure.decision == REJECT and "chat_bench: no_reference (no logprob probe)" in unsure.reason
+    # Another model's pass clears nothing here.
+    assert decide(verdicts(passed, model="other")).decision == REJECT
+    # A lossless lever with no verdict is held back too: no evidence is not a pass.
+    none = verdicts([])
+    assert decide(none, SUFFIX).decision == REJECT
 
 
 def test_moe_models_reject_a_lever_that_slows_one_corpus_beyond_drift():
@@ -123,15 +136,21 @@ def test_moe_models_reject_a_lever_that_slows_one_corpus_beyond_drift():
         + [("code_complete", "suffix", 8, 130.0, "A"), ("chat_bench", "suffix", 8, 90.0, "A")]
     )
     one_session = drift([("A", 0.02, 100.0)])
-    dense = decide_change("suffix", VAN, SUFFIX, figures, one_session, NO_VERDICTS, RULES, "mix", moe=False)
-    moe = decide_change("suffix", VAN, SUFFIX, figures, one_session, NO_VERDICTS, RULES, "mix", moe=True)
+    dense = decide_change(
+        "suffix", VAN, SUFFIX, figures, one_session, PASSED, RULES, "mix", moe=False, model="tiny"
+    )
+    moe = decide_change(
+        "suffix", VAN, SUFFIX, figures, one_session, PASSED, RULES, "mix", moe=True, model="tiny"
+    )
     assert dense.decision == KEEP  # sqrt(1.3 x 0.9) - 1 = +8.2 % > 2 %
     assert moe.decision == REJECT and "a real loss beyond drift on chat_bench" in moe.reason
 
 
 def test_unknown_drift_leaves_the_interval_alone_to_decide_as_in_analysis():
     # (before the one rule: tune took rules.unknown_drift_band = 5 %, analysis 0)
-    d = decide_change("suffix", VAN, SUFFIX, FIGURES, drift([]), NO_VERDICTS, RULES, "mix", moe=False)
+    d = decide_change(
+        "suffix", VAN, SUFFIX, FIGURES, drift([]), PASSED, RULES, "mix", moe=False, model="tiny"
+    )
     assert math.isnan(d.band) and "drift unknown" in d.reason
     assert d.decision == KEEP  # +5.83 % with an interval of width 0
 
@@ -141,13 +160,13 @@ def test_a_noisy_gain_or_single_repeats_are_not_kept():
         [FIGURES[FIGURES["lever"] == "van"], medians([(c, "suffix", 8, 110.0, "A") for c in CORPORA],
                                                      spread=(0.85, 1.0, 1.15))]
     )  # fmt: skip
-    d = decide_change("suffix", VAN, SUFFIX, noisy, DRIFT, NO_VERDICTS, RULES, "mix", moe=False)
+    d = decide_change("suffix", VAN, SUFFIX, noisy, DRIFT, PASSED, RULES, "mix", moe=False, model="tiny")
     assert d.gain > 0.05 and d.decision == REJECT and d.label == "within noise" and d.ci_lo < 1
     single = medians(
         [(c, "van", 0, 100.0, "A") for c in CORPORA] + [(c, "suffix", 8, 150.0, "A") for c in CORPORA],
         spread=(1.0,),
     )
-    d = decide_change("suffix", VAN, SUFFIX, single, DRIFT, NO_VERDICTS, RULES, "mix", moe=False)
+    d = decide_change("suffix", VAN, SUFFIX, single, DRIFT, PASSED, RULES, "mix", moe=False, model="tiny")
     assert d.decision == REJECT and d.reason.startswith("not judged, fewer than 2 repeats")
 
 
@@ -173,7 +192,7 @@ def test_a_loss_beyond_the_band_is_called_slower_not_within():
         [(c, "suffix", 8, 50.0, "A") for c in CORPORA] + [(c, "van", 0, 100.0, "A") for c in CORPORA]
     )
     d = decide_change(
-        "suffix", VAN, SUFFIX, slow, drift([("A", 0.02, 100.0)]), NO_VERDICTS, RULES, "mix", False
+        "suffix", VAN, SUFFIX, slow, drift([("A", 0.02, 100.0)]), PASSED, RULES, "mix", False, "tiny"
     )
     assert d.decision == REJECT and d.reason.startswith("real loss (slower): 0.500x")
     assert "drift band 2.0%" in d.reason
