@@ -1,11 +1,16 @@
 """`python -m experiments.tune model=<name> corpora=[...]`: the study's procedure as one command.
 
 van -> suffix -> K-pad -> best K -> W4A4 (only with a quantised variant) ->
-dynamic K, each stage one grid run (same scheduler, same store, its own
+dynamic K -> confirmation, each stage one grid run (same scheduler, same store, its own
 session with its drift anchor), so an interrupted tune resumes like any grid:
 run it again and finished stages are read back from the store. Every decision
 is made by experiments/decide.py from the stored figures and written down with
-its evidence. Outputs per model, under `out_dir/<model>/`:
+its evidence. The chosen configuration's figure is the maximum of noisy ones (the
+winner's curse), so the tune ends with a confirmation: the final configuration
+against van again, in a fresh session with new seeds (`confirm_seed`: new
+prompts, new cell keys, fresh engines), and the speedup it reports is the
+confirmation's, with the tuning figure beside it. Outputs per model, under
+`out_dir/<model>/`:
 
   final.yaml     the chosen lever, K (per corpus too) and engine settings
   serve.sh       the exact `vllm serve` command that reproduces it, plugin environment included
@@ -47,7 +52,7 @@ from store.read import connect
 from workers.engine_args import Endpoint, serve_argv, serve_env
 
 TUNE_CONF_DIR = CONF_DIR / "tune"
-STAGES = ("van", "suffix", "kpad", "best_k", "w4a4", "dynk")
+STAGES = ("van", "suffix", "kpad", "best_k", "w4a4", "dynk", "confirm")
 
 
 @dataclass
@@ -64,6 +69,8 @@ class TuneConfig:
     kpad_k: int = 8
     sweep_ks: list[int] = field(default_factory=lambda: [4, 6, 8, 12])
     stages: list[str] = field(default_factory=lambda: list(STAGES))
+    # load.seed of the confirmation run: a seed no stage used, so its prompts and cells are new.
+    confirm_seed: int = 1000
     rules: TuneRules = field(default_factory=TuneRules)
     out_dir: str = "results/tune"
 
@@ -103,19 +110,22 @@ class Tune:
         return [f"experiment={self.cfg.experiment}", f"grid.models=[{self.model.name}]",
                 f"grid.corpora=[{corpora}]", *self.cfg.grid_overrides]  # fmt: skip
 
-    def stage(self, name: str, *overrides: str) -> None:
-        """Run one stage's grid (resumes: cells already in the store are not rerun)."""
+    def stage(self, name: str, *overrides: str) -> set[str]:
+        """Run one stage's grid (resumes: cells already in the store are not rerun); return its cell keys."""
         argv = [*self.base, *overrides, f"session_id={self.tune_id}-{name}"]
-        self.keys |= {c.key for c in expand(to_config(compose_config(argv)))}
+        keys = {c.key for c in expand(to_config(compose_config(argv)))}
+        self.keys |= keys
         if self.replay:
-            return
+            return keys
         self.console.rule(f"tune stage {name}")
         if run(argv, self.console) != 0:
             raise GridError(f"tune stage {name} left failed cells; rerun the same command to resume")
+        return keys
 
-    def evidence(self) -> tuple:
+    def evidence(self, keys: set[str] | None = None) -> tuple:
+        """Medians, drift and verdicts of the tune's cells (`keys` only, when given)."""
         con = connect(self.store)
-        measured = measured_cells(con, None if self.replay else self.keys)
+        measured = measured_cells(con, keys if keys is not None else None if self.replay else self.keys)
         medians, _ = lever_medians(measured)
         drift, _ = session_drift(anchor_runs(con, set(measured["session_id"])))
         return medians, drift, equivalence_table(con)
@@ -186,6 +196,40 @@ def procedure(t: Tune) -> LeverConfig:
     return best
 
 
+def confirm(t: Tune, final: LeverConfig) -> Decision | None:
+    """The final configuration against van in a fresh session with new seeds; None when not run.
+
+    Judged by the same rule as every stage (experiments/decide.py), on the
+    confirmation's cells alone, so its figure carries none of the selection.
+    """
+    if "confirm" not in t.cfg.stages:
+        return None
+    if final.lever == "van":
+        t.record(
+            Decision("confirm", "van", "van", SKIP, "the final configuration is van: nothing to confirm")
+        )
+        return None
+    corpora_by_k: dict[int, list[str]] = {}
+    for corpus, k in final.k_by_corpus:
+        corpora_by_k.setdefault(k, []).append(corpus)
+    keys: set[str] = set()
+    for k, corpora in sorted(corpora_by_k.items()):
+        overrides = [f"grid.levers=[van,{final.lever}]", f"grid.corpora=[{','.join(corpora)}]"]
+        overrides += [f"load.seed={t.cfg.confirm_seed}", *([f"+grid.ks.{final.lever}=[{k}]"] if k else [])]
+        keys |= t.stage("confirm" if len(corpora_by_k) == 1 else f"confirm-k{k}", *overrides)
+    medians, drift, verdicts = t.evidence(keys)
+    decision = decide_change("confirm", t.uniform("van", 0), final, medians, drift, verdicts, t.cfg.rules,
+                             t.cfg.final_corpus, t.model.moe, t.model.name)  # fmt: skip
+    decision.decision = "confirmed" if decision.decision == KEEP else "not confirmed"
+    t.record(decision)
+    return decision
+
+
+def tuning_gain(t: Tune, final: LeverConfig) -> Decision | None:
+    """The stage decision that made `final` the incumbent (the figure the selection saw)."""
+    return next((d for d in reversed(t.decisions) if d.decision == KEEP and d.candidate == final.label), None)
+
+
 def deploy_k(final: LeverConfig, final_corpus: str) -> int:
     ks = dict(final.k_by_corpus)
     return ks.get(final_corpus, max(ks.values()))
@@ -211,7 +255,21 @@ def serve_command(t: Tune, final: LeverConfig) -> str:
     )
 
 
-def write_outputs(t: Tune, final: LeverConfig) -> Path:
+def speedup_fields(decision: Decision | None) -> dict[str, object]:
+    """x van with its 90% interval and label, as final.yaml states them."""
+    if decision is None:
+        return {"speedup_vs_van": None, "interval": None, "label": None, "repeats": None}
+    return {
+        "speedup_vs_van": round(1 + decision.gain, 4) if decision.gain == decision.gain else None,
+        "interval": [round(decision.ci_lo, 4), round(decision.ci_hi, 4)]
+        if decision.ci_lo == decision.ci_lo
+        else None,
+        "label": decision.label or decision.decision,
+        "repeats": decision.n_repeats or None,
+    }
+
+
+def write_outputs(t: Tune, final: LeverConfig, confirmation: Decision | None = None) -> Path:
     out = project_path(t.cfg.out_dir) / t.model.name
     out.mkdir(parents=True, exist_ok=True)
     best_k = next((d.per_corpus for d in t.decisions if d.stage == "best_k" and d.decision == CHOSE), {})
@@ -226,6 +284,10 @@ def write_outputs(t: Tune, final: LeverConfig) -> Path:
                 "decided_on": t.cfg.final_corpus if t.cfg.final_corpus in t.cfg.corpora else "geometric mean",
                 "tune_id": t.tune_id,
                 "store": str(t.store),
+                # The reported figure: the confirmation run's, in a fresh session with new seeds.
+                "confirmation": speedup_fields(confirmation),
+                # What the selection saw (the maximum of noisy figures), for comparison only.
+                "in_tuning": speedup_fields(tuning_gain(t, final)),
             },
             sort_keys=False,
         )
@@ -248,7 +310,9 @@ def decision_log(t: Tune, final: LeverConfig) -> str:
         "",
         f"Tune {t.tune_id}; corpora {', '.join(t.cfg.corpora)}; decisions on "
         + (t.cfg.final_corpus if t.cfg.final_corpus in t.cfg.corpora else "the geometric mean over corpora")
-        + ". A change is kept only when its gain exceeds the drift band (experiments/decide.py).",
+        + ". A change is kept only when its 90% interval over repeats lies wholly beyond the drift band "
+        "(experiments/decide.py, analysis/decision.py); the last row is the confirmation run, whose "
+        "figure is the one reported.",
         "",
         "| stage | candidate | vs | decision | candidate tok/s | incumbent tok/s | gain | drift band "
         "| gate | why |",
@@ -275,8 +339,10 @@ def tune(overrides: list[str], console: Console | None = None, replay: bool = Fa
     cfg = compose_tune(overrides)
     t = Tune(cfg, load_spec(ModelSpec, cfg.model), new_session_id(), console or make_console(), replay=replay)
     final = procedure(t)
-    out = write_outputs(t, final)
-    t.console.print(f"tune: final {final.label}; config, command and decision log in {out}")
+    confirmation = confirm(t, final)
+    out = write_outputs(t, final, confirmation)
+    figure = "" if confirmation is None else f"; confirmation: {confirmation.reason}"
+    t.console.print(f"tune: final {final.label}{figure}; config, command and decision log in {out}")
     return 0
 
 

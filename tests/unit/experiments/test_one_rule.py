@@ -26,9 +26,9 @@ class StoreTune(Tune):
         self.study = study
 
     def stage(self, name, *overrides):
-        return None
+        return set()
 
-    def evidence(self):
+    def evidence(self, keys=None):
         medians = self.study.medians[self.study.medians["model"] == self.model.name]
         return medians, self.study.drift, self.study.equivalence
 

@@ -1,0 +1,75 @@
+"""The tune ends with a confirmation run: the final configuration against van, new seeds, its own figure."""
+
+import yaml
+from rich.console import Console
+
+from experiments.decide import LeverConfig
+from experiments.tune import Tune, compose_tune, confirm, write_outputs
+from grid.catalog import load_spec
+from grid.schema import ModelSpec
+from tests.unit.experiments.test_decide import drift, medians, verdicts
+
+CORPORA = ["code_complete", "chat_bench"]
+
+
+class FakeTune(Tune):
+    """Records the stages it is asked to run; the confirmation's evidence is given."""
+
+    def __init__(self, cfg, evidence):
+        super().__init__(cfg, load_spec(ModelSpec, "tiny"), "t1", Console(quiet=True), replay=True)
+        self.runs: list[tuple[str, tuple[str, ...]]] = []
+        self.given = evidence
+
+    def stage(self, name, *overrides):
+        self.runs.append((name, overrides))
+        return {name}
+
+    def evidence(self, keys=None):
+        assert keys == {name for name, _ in self.runs}  # only the confirmation's own cells
+        return self.given
+
+
+def config(tmp_path):
+    return compose_tune(["model=tiny", f"out_dir={tmp_path}"])
+
+
+def test_a_van_final_needs_no_confirmation(tmp_path):
+    t = FakeTune(config(tmp_path), None)
+    assert confirm(t, LeverConfig.uniform("van", 0, CORPORA)) is None
+    assert t.runs == [] and t.decisions[-1].decision == "skip"
+
+
+def test_the_confirmation_runs_each_k_with_new_seeds_and_its_figure_is_reported(tmp_path):
+    final = LeverConfig("bestkpad", (("code_complete", 4), ("chat_bench", 8)))
+    figures = medians(
+        [("code_complete", "van", 0, 100.0, "C"), ("chat_bench", "van", 0, 100.0, "C"),
+         ("code_complete", "bestkpad", 4, 120.0, "C"), ("chat_bench", "bestkpad", 8, 118.0, "C")]
+    )  # fmt: skip
+    passed = verdicts(
+        [("bestkpad", 4, "code_complete", "pass", "same"), ("bestkpad", 8, "chat_bench", "pass", "same")]
+    )
+    t = FakeTune(config(tmp_path), (figures, drift([("C", 0.01, 100.0)]), passed))
+    decision = confirm(t, final)
+    assert [name for name, _ in t.runs] == ["confirm-k4", "confirm-k8"]
+    k4 = t.runs[0][1]
+    assert "grid.levers=[van,bestkpad]" in k4 and "grid.corpora=[code_complete]" in k4
+    assert "load.seed=1000" in k4 and "+grid.ks.bestkpad=[4]" in k4
+    assert decision.decision == "confirmed" and decision.label == "real gain"
+    out = write_outputs(t, final, decision)
+    written = yaml.safe_load((out / "final.yaml").read_text())
+    assert written["confirmation"]["label"] == "real gain"
+    assert 1.15 < written["confirmation"]["speedup_vs_van"] < 1.2
+    assert written["confirmation"]["interval"][0] > 1.01
+    assert "| confirm | bestkpad" in (out / "decisions.md").read_text()
+
+
+def test_a_confirmation_within_noise_is_reported_as_not_confirmed(tmp_path):
+    final = LeverConfig.uniform("suffix", 8, CORPORA)
+    figures = medians(
+        [(c, "van", 0, 100.0, "C") for c in CORPORA] + [(c, "suffix", 8, 100.5, "C") for c in CORPORA]
+    )
+    passed = verdicts([("suffix", 8, c, "pass", "same") for c in CORPORA])
+    t = FakeTune(config(tmp_path), (figures, drift([("C", 0.01, 100.0)]), passed))
+    decision = confirm(t, final)
+    assert [name for name, _ in t.runs] == ["confirm"]
+    assert decision.decision == "not confirmed" and "within noise" in decision.reason
