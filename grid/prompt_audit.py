@@ -87,18 +87,16 @@ def check_no_repeats(audit: list[CellPrompts]) -> None:
 
 def corpus_rows(audit: list[CellPrompts]) -> list[dict[str, object]]:
     """Per corpus: distinct prompts available, the most a cell sends, and repeated measured prompts in all."""
-    rows: dict[str, dict[str, object]] = {}
+    by_corpus: dict[str, list[CellPrompts]] = {}
     for cell in audit:
-        row = rows.setdefault(
-            cell.corpus,
-            {
-                "corpus": cell.corpus,
-                "distinct_prompts": cell.distinct_available,
-                "warmup": cell.warmup,
-                "measured": cell.measured,
-                "prompts_reused": 0,
-            },
-        )
-        row["measured"] = max(int(row["measured"]), cell.measured)  # type: ignore[call-overload]
-        row["prompts_reused"] = int(row["prompts_reused"]) + cell.reuse.total  # type: ignore[call-overload]
-    return list(rows.values())
+        by_corpus.setdefault(cell.corpus, []).append(cell)
+    return [
+        {
+            "corpus": corpus,
+            "distinct_prompts": cells[0].distinct_available,
+            "warmup": max(c.warmup for c in cells),
+            "measured": max(c.measured for c in cells),
+            "prompts_reused": sum(c.reuse.total for c in cells),
+        }
+        for corpus, cells in by_corpus.items()
+    ]
