@@ -17,8 +17,8 @@ from collections.abc import Iterable
 import pandas as pd
 
 from analysis.equivalence import FAIL, PASS
+from grid.cells import REFERENCE_LEVER
 
-REFERENCE_LEVER = "van"
 KEY = ["model", "lever", "k", "corpus"]
 
 

@@ -62,6 +62,8 @@ def load_identity(load: LoadSpec, repeat: int) -> dict[str, Any]:
     return fields
 
 
+# The lever every other is compared with, for speed and for outputs.
+REFERENCE_LEVER = "van"
 # Speculative methods whose drafts come from what the engine served before
 # (suffix decoding's global tree of earlier responses).
 HISTORY_METHODS = ("suffix",)

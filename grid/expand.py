@@ -8,7 +8,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from grid.catalog import load_spec
-from grid.cells import Cell, EngineSpec, drafts_from_history
+from grid.cells import REFERENCE_LEVER, Cell, EngineSpec, drafts_from_history
 from grid.compose import CONF_DIR
 from grid.errors import ConfigError
 from grid.schema import ClusterSpec, Config, CorpusSpec, GridSpec, LeverSpec, LoadSpec, ModelSpec
@@ -37,8 +37,6 @@ def to_config(cfg: DictConfig) -> Config:
 
 
 ENGINE_REUSE = ("auto", "per_spec", "per_corpus")
-# The lever every other is compared with, for speed and for outputs.
-REFERENCE_LEVER = "van"
 
 
 def fresh_per_corpus(cell: Cell, grid: GridSpec) -> bool:

@@ -8,13 +8,15 @@ from pathlib import Path
 
 from grid.cells import Cell
 from grid.errors import ConfigError
-from workers.prompts import read_corpus
 
 
-def check_inputs(cells: list[Cell], models_dir: Path, data_dir: Path) -> None:
-    """Every local model folder and engine command exists, and every corpus reads cleanly."""
+def check_inputs(cells: list[Cell], models_dir: Path) -> None:
+    """Every local model folder and engine command exists.
+
+    The corpora are read once, right after, by the prompt audit (grid/prompt_audit.py):
+    a malformed row stops the run there, before any engine starts.
+    """
     seen: set[str] = set()
-    read: set[tuple[str, str, bool]] = set()
     for cell in cells:
         model = cell.engine_spec.model
         if "{models_dir}" in model.path and model.name not in seen:
@@ -22,11 +24,6 @@ def check_inputs(cells: list[Cell], models_dir: Path, data_dir: Path) -> None:
             if not (path / "config.json").is_file():
                 raise ConfigError(f"model '{model.name}' has no weights at {path}; run `make assets`")
         seen.add(model.name)
-        corpus = cell.corpus
-        if (corpus.path, corpus.format, corpus.skip_bad_rows) not in read:
-            # Read every corpus now: a malformed row stops the run before any engine starts.
-            read.add((corpus.path, corpus.format, corpus.skip_bad_rows))
-            read_corpus(data_dir / corpus.path, corpus.format, corpus.skip_bad_rows)
         check_plugin(cell)
         command = cell.engine_spec.engine.command
         if not command:

@@ -61,7 +61,7 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     todo = select(cells, ledger, config.run.mode, config.run.force, config.run.keep_invalid)
     # A session with something to measure also measures its own drift.
     anchors = anchor_cells(config) if todo else None
-    check_inputs(todo + list(anchors or ()), ctx.models_dir, ctx.data_dir)
+    check_inputs(todo + list(anchors or ()), ctx.models_dir)
     phases = [launch_order(group_by_engine(todo), config.plan)]
     if anchors:
         phases = [group_by_engine([anchors[0]]), *phases, group_by_engine([anchors[1]])]

@@ -37,6 +37,7 @@ from analysis.equivalence import (
     judge_distribution,
     judge_paired,
 )
+from grid.cells import REFERENCE_LEVER
 from grid.schema import EquivalenceConfig
 from store.atomic import write_parquet
 from store.layout import StoreLayout
@@ -71,7 +72,6 @@ VERDICT_COLUMNS = [
     "reason",
 ]
 SAME_PROMPTS = ["model", "corpus", "num_prompts", "prompt_seed", "max_tokens"]
-REFERENCE_LEVER = "van"
 
 
 # attempt_id -> (prompt_id, position) -> token id -> logprob

@@ -74,16 +74,12 @@ def load_corpus(path: Path, format: str = "auto", skip_bad_rows: bool = False) -
     return read_corpus(path, format, skip_bad_rows).prompts
 
 
-def prompt_hash(prompt: Prompt) -> str:
-    return prompt.content_hash
-
-
 def distinct(prompts: list[Prompt]) -> list[Prompt]:
     """The first row of each distinct prompt content, in corpus order."""
     seen: set[str] = set()
     out = []
     for prompt in prompts:
-        if (h := prompt_hash(prompt)) not in seen:
+        if (h := prompt.content_hash) not in seen:
             seen.add(h)
             out.append(prompt)
     return out
@@ -158,10 +154,10 @@ def schedule(
     random.Random(seed).shuffle(order)
     measured_list = [order[i % len(order)] for i in range(measured)]
     warmup_list = [order[-1 - (i % len(order))] for i in range(warmup)]
-    seen = {prompt_hash(p) for p in warmup_list}
+    seen = {p.content_hash for p in warmup_list}
     repeated = 0
     for prompt in measured_list:
-        h = prompt_hash(prompt)
+        h = prompt.content_hash
         repeated += h in seen
         seen.add(h)
     return Schedule(warmup_list, measured_list, repeated)

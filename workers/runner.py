@@ -38,7 +38,6 @@ from workers.prompts import (
     cell_schedule,
     distinct,
     probe_prompts,
-    prompt_hash,
     prompt_seed,
     read_corpus,
 )
@@ -234,8 +233,8 @@ def run_cell(
     summary["prompt_seed"] = prompt_seed(cell.load.seed, cell.repeat)
     summary["prompts_distinct_available"] = len(distinct(corpus.prompts))
     # What the engine was sent, by content hash, so a reader can check the reuse counts.
-    summary["warmup_prompt_hashes"] = json.dumps([prompt_hash(p) for p in plan.warmup])
-    summary["measured_prompt_hashes"] = json.dumps([prompt_hash(p) for p in plan.measured])
+    summary["warmup_prompt_hashes"] = json.dumps([p.content_hash for p in plan.warmup])
+    summary["measured_prompt_hashes"] = json.dumps([p.content_hash for p in plan.measured])
     # Rows of a bring-your-own trace left out (corpus.skip_bad_rows): never a silent drop.
     summary["corpus_skipped_rows"] = corpus.skipped_rows
     summary["corpus_skip_reasons"] = "; ".join(corpus.skip_reasons) or None
@@ -248,7 +247,7 @@ def run_cell(
     chosen = probe_prompts(corpus.prompts, ctx.gates.equivalence.probe_prompts)
     served.add(chosen, cell.corpus.name, cell.repeat)
     probe, probe_columns = run_cell_probe(target, chosen, ctx.gates.equivalence)
-    summary["probe_prompt_hashes"] = json.dumps([prompt_hash(p) for p in chosen])
+    summary["probe_prompt_hashes"] = json.dumps([p.content_hash for p in chosen])
     summary.update(probe_columns)
     clock.lap("probe")
     summary.update(clock.columns())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workers.prompts import Prompt, prompt_hash
+from workers.prompts import Prompt
 
 WARMUP, MEASURE, PROBE = "warmup", "measure", "probe"
 
@@ -52,15 +52,15 @@ class ServedPrompts:
 
     def add(self, prompts: list[Prompt], corpus: str, repeat: int) -> None:
         for prompt in prompts:
-            self.first_sent_by.setdefault(prompt_hash(prompt), (corpus, repeat))
+            self.first_sent_by.setdefault(prompt.content_hash, (corpus, repeat))
 
     def measured_reuse(self, warmup: list[Prompt], measured: list[Prompt], corpus: str, repeat: int) -> Reuse:
         """How many of `measured` reuse a prompt sent before them; call before `add`ing this cell."""
-        warm = {prompt_hash(p) for p in warmup}
+        warm = {p.content_hash for p in warmup}
         in_cell: set[str] = set()
         counts = {"in_warmup": 0, "in_cell": 0, "in_earlier_corpus": 0, "in_earlier_repeat": 0}
         for prompt in measured:
-            h = prompt_hash(prompt)
+            h = prompt.content_hash
             earlier = self.first_sent_by.get(h)
             if earlier is not None:
                 counts["in_earlier_corpus" if earlier[0] != corpus else "in_earlier_repeat"] += 1
