@@ -23,10 +23,23 @@ KEY = ["model", "lever", "k", "corpus"]
 
 
 def latest_verdicts(equivalence: pd.DataFrame | None) -> pd.DataFrame:
-    """The latest verdict (by session id) per (model, lever, K, corpus)."""
+    """The latest verdict (by session id) per (model, lever, K, corpus); within it, a paired one.
+
+    With repeats, only repeat 0's prompts have a van replicate (grid/expand.py:
+    van_replicates), so the other repeats' cells are judged without a noise
+    floor, by exact match alone, which bf16 on a GPU fails even van against van.
+    The paired test is the rule wherever it ran; the unpaired verdicts of the
+    same session are the fallback only where no paired one exists.
+    """
     if equivalence is None or equivalence.empty:
         return pd.DataFrame(columns=[*KEY, "verdict", "reason"])
-    return equivalence.sort_values("session_id", kind="stable").groupby(KEY, dropna=False).tail(1)
+    paired = (
+        equivalence["floor_cell_key"].notna()
+        if "floor_cell_key" in equivalence.columns
+        else pd.Series(False, index=equivalence.index)
+    )
+    ordered = equivalence.assign(_paired=paired).sort_values(["session_id", "_paired"], kind="stable")
+    return ordered.groupby(KEY, dropna=False).tail(1).drop(columns="_paired")
 
 
 def parse_k_by_corpus(text: str) -> list[tuple[str, int]]:

@@ -155,7 +155,9 @@ class Tune:
 def procedure(t: Tune) -> LeverConfig:
     """The stages in order (experiments/decide.py has the rules); returns the final configuration."""
     cfg, stages = t.cfg, t.cfg.stages
-    t.stage("van", "grid.levers=[van]")
+    # With its replicate: the later stages' lossless levers are judged against this van run
+    # by the paired test, which needs van's own run-to-run agreement on the same prompts.
+    t.stage("van", "grid.levers=[van]", "gates.equivalence.van_replicate_always=true")
     best = t.uniform("van", 0)
     if "suffix" in stages:
         t.stage("suffix", "grid.levers=[suffix]", f"+grid.ks.suffix=[{cfg.suffix_k}]")

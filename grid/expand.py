@@ -139,12 +139,15 @@ def van_replicates(cells: list[Cell], config: Config, corpora: list[CorpusSpec])
     The equivalence gate's paired test needs van's own run-to-run agreement on
     the same prompts (bf16 on GPUs is not reproducible under concurrency);
     added only where some lever of the model is judged by exact match and
-    gates.equivalence.van_replicate is on. Launches numbered below 0, one per
+    gates.equivalence.van_replicate is on (or, with van_replicate_always, for
+    every model: a van-only grid whose levers come in later grids). Launches numbered below 0, one per
     corpus, so a replicate never shares an engine with the van cells it repeats.
     """
     if not config.gates.equivalence.van_replicate or config.load.temperature != 0:
         return []
     judged = {c.engine_spec.model.name for c in cells if judged_by_exact_match(c.engine_spec.lever)}
+    if config.gates.equivalence.van_replicate_always:
+        judged |= {c.engine_spec.model.name for c in cells}
     return [
         replace(c, replicate=True, launch=-1 - corpora.index(c.corpus))
         for c in cells

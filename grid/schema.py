@@ -266,6 +266,10 @@ class EquivalenceConfig:
     # fresh engine (a `replicate` cell) wherever a lever is judged by exact
     # match: the paired test's noise floor. Its cost shows in `plan`.
     van_replicate: bool = True
+    # Add the replicate even where no lever of this grid is judged by exact
+    # match: a grid of van alone whose levers come later (experiments/tune.py's
+    # van stage; each later stage's lever is judged against this van run).
+    van_replicate_always: bool = False
     # The paired test (analysis/equivalence.py: judge_paired): fewer prompts in
     # common than this is no evidence either way (no_reference, never a pass).
     min_prompts: int = 20

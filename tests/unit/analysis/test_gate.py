@@ -55,3 +55,19 @@ def test_a_fail_on_a_corpus_the_lever_is_not_scored_on_still_bans_it():
         "bestkpad",
         [("mix", 8)],
     )
+
+
+def test_within_a_session_the_paired_verdict_decides_over_repeats_without_a_replicate():
+    # Repeat 0 has van's replicate (paired test: pass); repeats 1 and 2 do not and fall back to
+    # exact match, which bf16 on a GPU fails even van against van. Listed after the paired row.
+    rows = [
+        ("s1", "m", "bestkpad", 8, "chat", "pass", "van-replicate-key"),
+        ("s1", "m", "bestkpad", 8, "chat", "fail", None),
+        ("s1", "m", "bestkpad", 8, "chat", "fail", None),
+    ]
+    columns = ["session_id", "model", "lever", "k", "corpus", "verdict", "floor_cell_key"]
+    latest = latest_verdicts(pd.DataFrame(rows, columns=columns).assign(reason="why"))
+    assert gate_problems(latest, "m", "bestkpad", [("chat", 8)]) == []
+    # Without any paired row the unpaired fallback still decides.
+    unpaired = pd.DataFrame(rows[1:], columns=columns).assign(reason="why")
+    assert gate_problems(latest_verdicts(unpaired), "m", "bestkpad", [("chat", 8)]) == ["chat: fail (why)"]

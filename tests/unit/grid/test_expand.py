@@ -257,3 +257,14 @@ def test_no_replicate_where_nothing_is_judged_by_exact_match(override):
     if "w4a4" in override:
         overrides.append("+grid.ks={}")
     assert not any(c.replicate for c in cells_for(*overrides))
+
+
+def test_van_replicate_always_adds_the_replicate_to_a_van_only_grid():
+    # experiments/tune.py's van stage: its levers come in later stages, judged against this van run.
+    base = ["experiment=smoke", "gates.equivalence.van_replicate=true", "grid.levers=[van]"]
+    assert not any(c.replicate for c in cells_for(*base))
+    replicates = [c for c in cells_for(*base, "gates.equivalence.van_replicate_always=true") if c.replicate]
+    assert sorted(c.label for c in replicates) == [
+        "tiny/van/chat_bench/r0/replicate",
+        "tiny/van/code_complete/r0/replicate",
+    ]
