@@ -83,7 +83,10 @@ def compose_tune(overrides: list[str]) -> TuneConfig:
         tune = OmegaConf.to_object(cfg)
     except (HydraException, OmegaConfBaseException) as exc:
         first = "; ".join(line.strip() for line in str(exc).splitlines()[:2] if line.strip())
-        raise ConfigError(f"bad tune config or override ({first}); e.g. model=tiny corpora=[a,b]") from exc
+        raise ConfigError(
+            f"bad tune config or override ({first}); e.g. model=tiny corpora=[a,b] "
+            "'grid_overrides=[\"grid.repeats=3\"]' (grid overrides quoted)"
+        ) from exc
     assert isinstance(tune, TuneConfig)
     unknown = [s for s in tune.stages if s not in STAGES]
     if unknown or tune.stages[:1] != ["van"]:

@@ -3,7 +3,9 @@
 #   bash scripts/gpu/validate.sh <part> [grid overrides...]
 # part `grid`: the gpu_validate experiment through the Ray scheduler (two GPUs: two engines at once);
 # part `tp2`: the Llama-8B-shaped dummy at TP=2 on code_complete, levers $TP2_LEVERS (default [van,suffix]);
-# part `crosscheck`: harness vs `vllm bench serve` on one engine.
+# part `crosscheck`: harness vs `vllm bench serve` on one engine;
+# part `tune`: experiments.tune for SmolLM2 (stages $TUNE_STAGES, 3 repeats, one H200); run it again
+# to resume (the store in $HOME/store-tune is the only state; carry it back with $OUT).
 # Everything lands in $OUT (store tables, engine logs, timings).
 set -uo pipefail
 part=${1:?part: grid, tp2 or crosscheck}; shift
@@ -12,6 +14,8 @@ nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm --forma
 python3 -c "from pathlib import Path; from assets import smollm2, dummy_models
 m = Path('.cache/models'); smollm2.ensure(m); dummy_models.ensure(m)" || exit 1
 store=$HOME/store-$part
+# A store carried in from an earlier machine (.gpu/store-<part>.tgz, from $OUT): resume from it.
+[ ! -d "$store" ] && [ -f .gpu/store-$part.tgz ] && tar xzf .gpu/store-$part.tgz -C $HOME
 start=$(date +%s)
 case $part in
   grid) timeout ${STEP_TIMEOUT_S:-470} python3 -m grid run experiment=gpu_validate paths.data_dir=.gpu/data paths.store=$store "$@" ;;
@@ -20,6 +24,15 @@ case $part in
   crosscheck) CROSSCHECK_OVERRIDES="experiment=gpu_validate paths.data_dir=.gpu/data grid.levers=[van] \
       grid.corpora=[code_complete] load.num_prompts=160 load.max_tokens=512 load.ignore_eos=true \
       load.token_ids=false $*" python3 -m benchmarks.crosscheck_engine | tee $OUT/crosscheck.txt ;;
+  tune) timeout ${STEP_TIMEOUT_S:-540} python3 -m experiments.tune model=tiny experiment=gpu_validate \
+         "stages=${TUNE_STAGES:-[van,kpad,confirm]}" out_dir=$HOME/tune-out \
+         "grid_overrides=['cluster=device_h200','paths.data_dir=.gpu/data','paths.store=$store','grid.repeats=3'${TUNE_OVERRIDES:+,$TUNE_OVERRIDES}]" "$@"
+       rc=$?; [ -d $HOME/tune-out ] && cp -r $HOME/tune-out $OUT/; (exit $rc) ;;
 esac
-echo "rc=$? wall_s=$(( $(date +%s) - start ))" | tee $OUT/rc.txt
+rc=$?
+# A step cut by its timeout may leave an engine behind: none may hold the GPU for the next call.
+pkill -9 -f 'vllm.entrypoints' 2>/dev/null; pkill -9 -f 'VLLM::' 2>/dev/null
+echo "rc=$rc wall_s=$(( $(date +%s) - start ))" | tee $OUT/rc.txt
 [ -d "$store" ] && python3 scripts/gpu/export.py "$store" "$OUT"
+# The whole store too: the next run (on this machine or a fresh one) resumes from it.
+[ -d "$store" ] && tar czf $OUT/store-$part.tgz -C $HOME store-$part
