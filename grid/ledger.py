@@ -1,8 +1,10 @@
 """Which cells are done, failed or pending, derived from the store alone (resume).
 
-A cell is done iff it has an ok manifest whose Parquet files are readable;
-an ok manifest with a truncated or corrupt file is reported and ignored, so
-the cell runs again. Nothing here is kept in memory between runs.
+A cell is done iff it has an ok manifest whose files are whole: each file's
+size and sha256 as the manifest recorded them (store/verify.py; manifests
+written before they were recorded: the Parquet footer opens). An ok attempt
+with a truncated, changed or missing file is named in `problems`, does not
+count, and the cell runs again. Nothing here is kept in memory between runs.
 """
 
 from __future__ import annotations
@@ -12,11 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grid.cells import Cell
-from store.read import Attempt, attempts, measured_valid, unreadable
+from store.read import Attempt, attempts, measured_valid
+from store.verify import Damage
 
 DONE, FAILED, PENDING = "done", "failed", "pending"
 # Measured, but a validity gate failed: run again on resume unless run.keep_invalid.
 INVALID = "invalid"
+# The last attempt was interrupted (manifest status "interrupted"): pending again, like failed.
+INTERRUPTED = "interrupted"
+# The last result is an ok attempt whose files are damaged: measured again, like failed.
+DAMAGED = "damaged"
+# Not done: run again under run.mode=resume and run.mode=failed.
+NOT_DONE = (FAILED, INTERRUPTED, DAMAGED)
 
 
 @dataclass
@@ -32,26 +41,32 @@ class CellState:
 class Ledger:
     states: dict[str, CellState]
     problems: list[str]
+    # Ok attempts left out because a file is not what was written (also in `problems`).
+    damaged: list[Damage] = field(default_factory=list)
 
     def status(self, cell_key: str) -> str:
         state = self.states.get(cell_key)
         return state.status if state else PENDING
 
 
-def build_ledger(root: Path) -> Ledger:
+def build_ledger(root: Path, checksums: bool = True) -> Ledger:
+    """Every cell's state from the store; `checksums=False` checks sizes (and footers) only."""
     found, problems = attempts(root)
     by_cell: dict[str, list[Attempt]] = defaultdict(list)
     for attempt in found:
         by_cell[attempt.cell_key].append(attempt)
-    states = {}
+    states, damaged = {}, []
     for key, cell_attempts in by_cell.items():
         state = CellState(key, attempts=len(cell_attempts))
         for attempt in sorted(cell_attempts, key=lambda a: (a.written_at, a.attempt_id)):
             state.sessions.append(attempt.session_id)
             if attempt.status == "ok":
-                if (problem := unreadable(attempt)) is not None:
-                    problems.append(problem)
-                    state.last_error = problem
+                if (damage := attempt.damage(checksums)) is not None:
+                    damaged.append(damage)
+                    problems.append(str(damage))
+                    if state.status not in (DONE, INVALID):
+                        state.status = DAMAGED
+                        state.last_error = damage.short()
                 elif measured_valid(attempt):
                     state.status = DONE
                 elif state.status != DONE:
@@ -59,16 +74,16 @@ def build_ledger(root: Path) -> Ledger:
                     state.last_error = "measured INVALID (a validity gate failed; see invalid_reasons)"
                 continue
             if state.status not in (DONE, INVALID):
-                state.status = FAILED
+                state.status = INTERRUPTED if attempt.status == INTERRUPTED else FAILED
                 state.last_error = attempt.error
         states[key] = state
-    return Ledger(states, problems)
+    return Ledger(states, problems, damaged)
 
 
 def select(
     cells: list[Cell], ledger: Ledger, mode: str, force: list[str], keep_invalid: bool = False
 ) -> list[Cell]:
-    """Cells to run: `resume` = not done; `failed` = failed only; `all` = every cell.
+    """Cells to run: `resume` = not done; `failed` = failed, interrupted or damaged; `all` = every cell.
 
     A cell measured INVALID runs again under `resume` and `failed` unless
     `keep_invalid`. Cells whose key or label starts with an entry of `force` always run.
@@ -79,7 +94,7 @@ def select(
 
     if mode == "all":
         return list(cells)
-    wanted = {"resume": (PENDING, FAILED), "failed": (FAILED,)}[mode]
+    wanted = {"resume": (PENDING, *NOT_DONE), "failed": NOT_DONE}[mode]
     if not keep_invalid:
         wanted = (*wanted, INVALID)
     return [c for c in cells if ledger.status(c.key) in wanted or forced(c)]

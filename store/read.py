@@ -1,4 +1,10 @@
-"""Read the store: manifests decide what counts; DuckDB views over the Parquet files."""
+"""Read the store: manifests decide what counts; DuckDB views over the Parquet files.
+
+An ok attempt counts only when its files are whole (store/verify.py: sizes,
+sha256 checksums; Parquet footers for older manifests); a damaged one is left
+out of every view, named in `verified_attempts`'s problems and in the
+`attempts` table of `connect` (see `damaged`).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pyarrow.parquet as pq
 
 from store.layout import PROBE, REQUESTS, SUMMARY, StoreLayout
+from store.verify import Damage, FileEntry, check_attempt, parse_files
 
 
 @dataclass(frozen=True)
@@ -25,6 +33,14 @@ class Attempt:
     written_at: str
     # The gates' verdict of an ok attempt; None in manifests written before it was recorded.
     valid: bool | None = None
+    # The manifest's files: with size and sha256 since issue 17, names only before; None if absent.
+    files: tuple[FileEntry, ...] | None = None
+
+    def damage(self, checksums: bool = True) -> Damage | None:
+        """None if every file of this (ok) attempt is whole; else the first damaged one."""
+        return check_attempt(
+            self.cell_key, self.attempt_id, self.folder, self.files, checksums, self.session_id
+        )
 
 
 def attempts(root: Path) -> tuple[list[Attempt], list[str]]:
@@ -43,6 +59,7 @@ def attempts(root: Path) -> tuple[list[Attempt], list[str]]:
                     data.get("error"),
                     data.get("written_at", ""),
                     data.get("valid"),
+                    parse_files(data.get("files")),
                 )
             )
         except (OSError, ValueError, KeyError) as exc:
@@ -50,15 +67,10 @@ def attempts(root: Path) -> tuple[list[Attempt], list[str]]:
     return found, problems
 
 
-def unreadable(attempt: Attempt) -> str | None:
-    """None if the attempt's Parquet files open; else what is wrong with them."""
-    probe = attempt.folder / PROBE
-    for path in [attempt.folder / REQUESTS, attempt.folder / SUMMARY, *([probe] if probe.exists() else [])]:
-        try:
-            pq.read_metadata(path)
-        except (OSError, ValueError) as exc:
-            return f"{path}: unreadable ({type(exc).__name__}: {exc}); ignored, the cell will run again"
-    return None
+def unreadable(attempt: Attempt, checksums: bool = True) -> str | None:
+    """None if the attempt's files are whole (store/verify.py); else a line that names what is wrong."""
+    damage = attempt.damage(checksums)
+    return None if damage is None else str(damage)
 
 
 def measured_valid(attempt: Attempt) -> bool:
@@ -72,22 +84,39 @@ def measured_valid(attempt: Attempt) -> bool:
     return bool(column and column[0])
 
 
-def ok_attempts(root: Path) -> tuple[list[Attempt], list[str]]:
-    """Attempts whose manifest says ok and whose files are readable, and a line per problem."""
+@dataclass(frozen=True)
+class Verified:
+    """The store's ok attempts whose files are whole, and what was left out."""
+
+    found: list[Attempt]  # every readable manifest, whatever its status
+    good: list[Attempt]
+    damaged: list[Damage]  # ok attempts with a damaged file, left out
+    problems: list[str]  # a line per unreadable manifest and per damaged attempt
+
+
+def verified_attempts(root: Path, checksums: bool = True) -> Verified:
+    """Ok attempts whose files are whole (sizes, and sha256 unless `checksums=False`)."""
     found, problems = attempts(root)
-    good = []
+    good, damaged = [], []
     for attempt in found:
         if attempt.status != "ok":
             continue
-        if (problem := unreadable(attempt)) is not None:
-            problems.append(problem)
+        if (damage := attempt.damage(checksums)) is not None:
+            damaged.append(damage)
+            problems.append(str(damage))
         else:
             good.append(attempt)
-    return good, problems
+    return Verified(found, good, damaged, problems)
+
+
+def ok_attempts(root: Path, checksums: bool = True) -> tuple[list[Attempt], list[str]]:
+    """Attempts whose manifest says ok and whose files are whole, and a line per problem."""
+    verified = verified_attempts(root, checksums)
+    return verified.good, verified.problems
 
 
 def ok_files(root: Path, name: str) -> list[str]:
-    """Paths of `name` (requests/summary Parquet) from readable ok attempts."""
+    """Paths of `name` (requests/summary Parquet) from whole ok attempts."""
     good, _ = ok_attempts(root)
     return [str(a.folder / name) for a in good]
 
@@ -106,7 +135,33 @@ def _create_view(con: duckdb.DuckDBPyConnection, view: str, reader: str, paths: 
         con.execute(f"CREATE VIEW {view} AS SELECT * FROM {reader}({_sql_list(paths)}, union_by_name=true)")
 
 
-def connect(root: Path) -> duckdb.DuckDBPyConnection:
+ATTEMPT_COLUMNS = {
+    "cell_key": "VARCHAR",
+    "attempt_id": "VARCHAR",
+    "session_id": "VARCHAR",
+    "status": "VARCHAR",
+    "error": "VARCHAR",
+    "written_at": "VARCHAR",
+    "file": "VARCHAR",  # the damaged file of an ok attempt left out, else NULL
+    "problem": "VARCHAR",  # what is wrong with it, in words, else NULL
+}
+
+
+def _attempts_table(con: duckdb.DuckDBPyConnection, verified: Verified) -> None:
+    """Table `attempts`: one row per readable manifest, damaged ok attempts with their file and problem."""
+    columns = ", ".join(f"{name} {kind}" for name, kind in ATTEMPT_COLUMNS.items())
+    con.execute(f"CREATE TABLE attempts ({columns})")
+    damage = {(d.cell_key, d.attempt_id): d for d in verified.damaged}
+    rows = []
+    for a in verified.found:
+        d = damage.get((a.cell_key, a.attempt_id))
+        row = [a.cell_key, a.attempt_id, a.session_id, a.status, a.error, a.written_at]
+        rows.append([*row, str(d.path) if d else None, str(d) if d else None])
+    if rows:
+        con.executemany(f"INSERT INTO attempts VALUES ({', '.join('?' * len(ATTEMPT_COLUMNS))})", rows)
+
+
+def connect(root: Path, checksums: bool = True) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with one view per kind of record in the store.
 
     requests     per-request rows of ok attempts
@@ -116,11 +171,17 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
     equivalence  output-equivalence verdicts (<root>/equivalence/*.parquet), when any exist
 
     A view exists only when it has at least one file; `has_view` says which do.
+    Only ok attempts whose files are whole are in the views (sizes and sha256
+    checksums as their manifests recorded them; `checksums=False`: sizes only).
+    The table `attempts` (always present, ATTEMPT_COLUMNS) has every manifest,
+    and names the damaged file of each ok attempt left out (`damaged`).
     Notebooks, the report and `python -m grid summary` all read through here.
     """
     con = duckdb.connect()
     layout = StoreLayout(root)
-    good, _ = ok_attempts(root)
+    verified = verified_attempts(root, checksums)
+    good = verified.good
+    _attempts_table(con, verified)
     for view, name in (("requests", REQUESTS), ("cells", SUMMARY)):
         _create_view(con, view, "read_parquet", [str(a.folder / name) for a in good])
     probes = [str(a.folder / PROBE) for a in good if (a.folder / PROBE).exists()]
@@ -130,6 +191,14 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
     verdicts = sorted(str(p) for p in layout.equivalence_dir().glob("*.parquet"))
     _create_view(con, "equivalence", "read_parquet", verdicts)
     return con
+
+
+def damaged(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """Every ok attempt `connect` left out because a file is damaged: cell_key, attempt_id,
+    session_id, file, problem (a line that names them all)."""
+    query = """SELECT cell_key, attempt_id, session_id, file, problem FROM attempts
+               WHERE problem IS NOT NULL ORDER BY cell_key, attempt_id"""
+    return con.execute(query).df()
 
 
 def has_view(con: duckdb.DuckDBPyConnection, view: str) -> bool:

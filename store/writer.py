@@ -1,4 +1,8 @@
-"""Write one cell attempt: Parquet data first, the manifest last (each atomically)."""
+"""Write one cell attempt: Parquet data first, the manifest last (each atomically).
+
+The manifest records each data file's size and sha256, computed from the file
+as it lies in the store after its rename (store/verify.py checks them on read).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import pyarrow as pa
 
 from store.atomic import write_json, write_parquet
 from store.layout import MANIFEST, PROBE, REQUESTS, SCHEMA_VERSION, SUMMARY, StoreLayout
+from store.verify import file_entry
 from workers.load import RequestRecord
 from workers.probe import ProbeRow
 
@@ -82,12 +87,14 @@ def write_ok_attempt(
 ) -> Path:
     """Store a finished attempt; `tags` holds session_id, cell_key and attempt_id."""
     folder = layout.attempt_dir(tags["cell_key"], tags["attempt_id"])
-    write_parquet(folder / REQUESTS, requests_table(records, tags))
-    write_parquet(folder / SUMMARY, summary_table({**tags, **summary}))
-    files = [REQUESTS, SUMMARY]
+    written = [
+        write_parquet(folder / REQUESTS, requests_table(records, tags)),
+        write_parquet(folder / SUMMARY, summary_table({**tags, **summary})),
+    ]
     if probe:
-        write_parquet(folder / PROBE, probe_table(probe, tags))
-        files.append(PROBE)
+        written.append(write_parquet(folder / PROBE, probe_table(probe, tags)))
+    # Size and sha256 of each file as stored: a reader counts the attempt only if they still match.
+    files = [file_entry(path).as_json() for path in written]
     write_json(
         folder / MANIFEST,
         {

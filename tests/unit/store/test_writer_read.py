@@ -68,7 +68,7 @@ def test_probe_rows_are_a_view_only_for_attempts_that_ran_the_probe(tmp_path):
     write_ok_attempt(layout, tags("c1", "a1"), records(1), {"x": 1}, probe)
     write_ok_attempt(layout, tags("c2", "a2"), records(1), {"x": 2})
     manifest = json.loads((layout.attempt_dir("c1", "a1") / "manifest.json").read_text())
-    assert manifest["files"] == ["requests.parquet", "summary.parquet", "probe.parquet"]
+    assert [f["name"] for f in manifest["files"]] == ["requests.parquet", "summary.parquet", "probe.parquet"]
     rows = connect(tmp_path).execute("SELECT cell_key, position, token_ids, logprobs FROM probes").fetchall()
     assert rows == [("c1", 1, [5, 6], [-0.5, -1.5]), ("c1", 2, [7, 8], [-0.20000000298023224, -2.0])]
     # A failed retry of the same folder leaves no probe rows behind.
