@@ -1,8 +1,13 @@
-"""Read the store into DataFrames for the analysis, through store.read.connect only."""
+"""Read the store into DataFrames for the analysis, through store.read.connect only.
+
+connect's views hold only ok attempts whose files are whole; `left_out` names
+the cells a table lacks because a file is damaged or their attempts failed.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -73,3 +78,67 @@ def equivalence_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     if not has_view(con, "equivalence"):
         return pd.DataFrame(columns=["session_id", "model", "corpus", "lever", "k", "verdict"])
     return con.execute("SELECT * FROM equivalence ORDER BY session_id, model, corpus, lever, k").df()
+
+
+def cell_label(row: Mapping[str, Any]) -> str:
+    """A measured cell as grid/cells.py labels it: model/lever[-kK]/corpus/rN (from its summary row)."""
+    k = row.get("k")
+    lever = f"{row.get('lever')}-k{int(k)}" if k is not None and not pd.isna(k) and k else row.get("lever")
+    repeat = row.get("repeat")
+    suffix = f"/r{int(repeat)}" if repeat is not None and not pd.isna(repeat) else ""
+    return f"{row.get('model')}/{lever}/{row.get('corpus')}{suffix}"
+
+
+def _scoped_attempts(
+    con: duckdb.DuckDBPyConnection, cell_keys: Collection[str] | None, session_id: str | None
+) -> pd.DataFrame:
+    """store.read.connect's `attempts` table, only `cell_keys` and `session_id` when given."""
+    frame = con.execute("SELECT * FROM attempts ORDER BY cell_key, written_at, attempt_id").df()
+    if cell_keys is not None:
+        frame = frame[frame["cell_key"].isin(set(cell_keys))]
+    if session_id is not None:
+        frame = frame[frame["session_id"] == session_id]
+    return frame
+
+
+def left_out(
+    con: duckdb.DuckDBPyConnection,
+    shown: Collection[str],
+    cell_keys: Collection[str] | None = None,
+    session_id: str | None = None,
+) -> list[str]:
+    """One line per cell with no result in a table, and why: a damaged file, or attempts that failed.
+
+    `shown`: cell keys with a whole attempt in the table's source. A damaged
+    attempt of a shown cell (another whole attempt is used) is named too. Only `cell_keys` and
+    attempts of `session_id` when given.
+    """
+    frame = _scoped_attempts(con, cell_keys, session_id)
+    lines = []
+    for row in frame[frame["problem"].notna()].itertuples():
+        if row.cell_key in shown:
+            lines.append(f"not used: {row.problem}; another whole attempt of this cell is used")
+        else:
+            lines.append(f"left out: {row.problem}")
+    measured = set(frame.loc[frame["status"] == "ok", "cell_key"])
+    for key, group in frame[~frame["cell_key"].isin(measured | set(shown))].groupby("cell_key", sort=True):
+        last = group.iloc[-1]
+        error = last["error"].strip().splitlines() if isinstance(last["error"], str) else []
+        why = f"last error: {error[0][:160]}" if error else "no error recorded"
+        attempts = f"{len(group)} attempt{'s' if len(group) > 1 else ''}"
+        lines.append(f"left out: cell {key}: {last['status']} ({attempts}; {why})")
+    return lines
+
+
+def invalid_left_out(measured: pd.DataFrame, what: str = "left out") -> list[str]:
+    """One line per cell that analysis/repeats.py valid_only leaves out (valid not True): label, key, why."""
+    if "valid" not in measured.columns:
+        return []
+    lines = []
+    for row in measured[~measured["valid"].fillna(False).astype(bool)].to_dict("records"):
+        if row["valid"] is None or pd.isna(row["valid"]):
+            why = "no validity verdict recorded"
+        else:
+            why = f"INVALID ({row.get('invalid_reasons') or 'see invalid_reasons'})"
+        lines.append(f"{what}: {cell_label(row)} (cell {row.get('cell_key')}): {why}")
+    return lines

@@ -16,12 +16,12 @@ import pandas as pd
 
 from analysis import load
 from analysis.best_k import at_best_k, best_k
-from analysis.clean import reused_note, split_reused
+from analysis.clean import reused_mask, reused_note, split_reused
 from analysis.drift import session_drift
 from analysis.final import FINAL_CORPUS, final_levers, speedup_geomean, table1
 from analysis.medians import lever_medians
 from grid.paths import project_path
-from store.read import connect
+from store.read import connect, has_view
 
 STORE_ENV = "LEVER_GRID_STORE"
 DEFAULT_STORE = "results"
@@ -49,6 +49,8 @@ class Study:
     excluded_invalid: int  # INVALID measured cells left out
     excluded_invalid_anchors: int
     final_corpus: str = FINAL_CORPUS
+    # What a reader must know, then one line per cell left out of the tables and why
+    # (damaged file, failed, INVALID, repeated prompts).
     notes: list[str] = field(default_factory=list)
 
 
@@ -79,10 +81,13 @@ def analyse(
     Cells measured with repeated prompts (load.allow_repeats) are left out too
     unless `include_reused`, and a note says how many (analysis/clean.py).
     """
+    reused_lines = [] if include_reused else reused_left_out(measured)
     measured, reused = split_reused(measured, include_reused)
     extra_notes = [*extra_notes, *filter(None, [reused_note(reused)])]
     medians, excluded = lever_medians(measured, include_invalid)
     drift, excluded_anchors = session_drift(anchors, include_invalid)
+    named = [] if include_invalid else load.invalid_left_out(measured)
+    named += [] if include_invalid else load.invalid_left_out(anchors, "left out of the drift bands")
     best = best_k(medians, drift)
     equivalence = equivalence if equivalence is not None else pd.DataFrame()
     final = final_levers(at_best_k(medians, best), drift, final_corpus, equivalence)
@@ -100,8 +105,18 @@ def analyse(
         excluded_invalid=excluded,
         excluded_invalid_anchors=excluded_anchors,
         final_corpus=final_corpus,
-        notes=[*extra_notes, *notes_for(excluded, excluded_anchors, drift)],
+        notes=[*extra_notes, *notes_for(excluded, excluded_anchors, drift), *named, *reused_lines],
     )
+
+
+def reused_left_out(measured: pd.DataFrame) -> list[str]:
+    """One line per cell measured with repeated prompts (left out unless include_reused)."""
+    rows = measured[reused_mask(measured)].to_dict("records")
+    return [
+        f"left out: {load.cell_label(r)} (cell {r.get('cell_key')}): {int(r['prompts_reused'])} measured "
+        "requests reused a prompt its engine had served (load.allow_repeats)"
+        for r in rows
+    ]
 
 
 def load_study(
@@ -110,7 +125,11 @@ def load_study(
     final_corpus: str = FINAL_CORPUS,
     include_invalid: bool = False,
 ) -> Study:
-    """Read the store (only `cell_keys` when given, with the anchors of their sessions) and analyse it."""
+    """Read the store (only `cell_keys` when given, with the anchors of their sessions) and analyse it.
+
+    Only attempts whose files are whole are read (store.read.connect); each
+    cell left out for a damaged file or failed attempts is named in the notes.
+    """
     con = connect(root)
     measured = load.measured_cells(con, cell_keys)
     sessions = set(measured["session_id"]) if cell_keys is not None else None
@@ -119,6 +138,12 @@ def load_study(
         if cell_keys is None
         else [f"{len(measured)} of {len(cell_keys)} cells of the experiment are in the store."]
     )
+    whole = (
+        set(con.execute("SELECT DISTINCT cell_key FROM cells").df()["cell_key"])
+        if has_view(con, "cells")
+        else set()
+    )
+    coverage += load.left_out(con, whole, cell_keys)
     return analyse(
         measured,
         load.anchor_runs(con, sessions),

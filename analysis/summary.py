@@ -1,8 +1,14 @@
-"""The per-cell summary table printed after a run."""
+"""The per-cell summary table printed after a run.
+
+Every cell a table leaves out is named below it, one line each, with why: a
+damaged file, attempts that failed (latest_cells, from store.read.connect's
+`attempts`), INVALID (the repeats table).
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -10,9 +16,10 @@ from rich.console import Console
 from rich.table import Table
 
 from analysis.decision import judge
+from analysis.load import invalid_left_out, left_out
 from analysis.medians import lever_medians
 from analysis.repeats import aggregate_repeats
-from store.read import connect
+from store.read import connect, has_view
 
 COLUMNS = [
     "model",
@@ -30,21 +37,26 @@ COLUMNS = [
 ]
 
 
-def latest_cells(root: Path, session_id: str | None = None) -> pd.DataFrame:
+def latest_cells(root: Path, session_id: str | None = None, checksums: bool = True) -> pd.DataFrame:
     """Latest ok attempt per cell (optionally of one session), with speedup over van.
 
     speedup_vs_van = output_tok_per_s / output_tok_per_s of the `van` cell with the
-    same model, corpus and repeat (NaN when there is none).
+    same model, corpus and repeat (NaN when there is none). Only attempts whose
+    files are whole count (`checksums=False`: sizes checked, not checksums);
+    `frame.attrs["left_out"]` names each cell left out (damaged file, failed), one line each.
     """
-    con = connect(root)
-    if not con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'cells'").fetchone()[0]:
-        return pd.DataFrame(columns=[*COLUMNS, "speedup_vs_van"])
+    con = connect(root, checksums)
+    if not has_view(con, "cells"):
+        frame = pd.DataFrame(columns=[*COLUMNS, "speedup_vs_van"])
+        frame.attrs["left_out"] = left_out(con, set(), session_id=session_id)
+        return frame
     where = "WHERE session_id = $sid" if session_id else ""
     frame = con.execute(
         f"""SELECT * FROM cells {where}
             QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY attempt_id DESC) = 1""",
         {"sid": session_id} if session_id else {},
     ).df()
+    measured = set(frame["cell_key"])
     if "anchor" in frame.columns:  # drift anchors are analysed apart (analysis of drift), not as cells
         frame = frame[frame["anchor"].isna()]
     if "replicate" in frame.columns:  # van replicates are the equivalence gate's noise floor
@@ -52,7 +64,9 @@ def latest_cells(root: Path, session_id: str | None = None) -> pd.DataFrame:
     van = frame[frame["lever"] == "van"][["model", "corpus", "repeat", "output_tok_per_s"]]
     frame = frame.merge(van, on=["model", "corpus", "repeat"], how="left", suffixes=("", "_van"))
     frame["speedup_vs_van"] = frame["output_tok_per_s"] / frame["output_tok_per_s_van"]
-    return frame.sort_values(["model", "corpus", "lever", "k"]).reset_index(drop=True)
+    frame = frame.sort_values(["model", "corpus", "lever", "k"]).reset_index(drop=True)
+    frame.attrs["left_out"] = left_out(con, measured, session_id=session_id)
+    return frame
 
 
 def _fmt(value: object, digits: int = 1) -> str:
@@ -70,7 +84,8 @@ def _validity(row: object) -> str:
     return "VALID" if valid else "INVALID"
 
 
-def render(frame: pd.DataFrame, console: Console | None = None) -> None:
+def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[str] | None = None) -> None:
+    """The table, then a line per cell left out of it (`left`, default `frame.attrs["left_out"]`)."""
     table = Table(title="cells (latest ok attempt each)")
     headers = [
         "model",
@@ -122,6 +137,8 @@ def render(frame: pd.DataFrame, console: Console | None = None) -> None:
                 f"REPEATED PROMPTS {row.model}/{row.corpus}/{row.lever}: {int(reused)} measured requests "
                 "reused a prompt the engine had served (load.allow_repeats); not comparable with clean cells"
             )
+    for line in frame.attrs.get("left_out", []) if left is None else left:
+        console.print(line, markup=False, highlight=False)
 
 
 def x_van(medians: pd.DataFrame) -> dict[tuple, object]:
@@ -161,3 +178,5 @@ def render_repeats(frame: pd.DataFrame, console: Console) -> None:
     )
     if excluded:
         console.print(f"{excluded} INVALID cells left out (see invalid_reasons)")
+        for line in invalid_left_out(frame):
+            console.print(line, markup=False, highlight=False)

@@ -1,6 +1,8 @@
 """Command line: `python -m grid <command> [hydra overrides]`.
 
 run      run the grid (default experiment: smoke) and print the summary table
+status   done / invalid / failed / interrupted / damaged / pending cells, from the store; every file's
+         size and sha256 checked against its manifest (--quick: sizes only)
 plan     print cells, engine launches, GPU bundles and GPU-hours (format=json for JSON)
 summary  print the summary table of the store
 corpus   list the corpora with their sizes and prompt-length percentiles (format=json for JSON)
@@ -15,7 +17,7 @@ from grid.errors import GridError
 
 USAGE = (
     "usage: python -m grid {run,status,plan,simulate,summary,corpus,report} [key=value ...]"
-    "  (e.g. experiment=smoke)"
+    "  (e.g. experiment=smoke; status --quick)"
 )
 
 
@@ -32,7 +34,8 @@ def main(argv: list[str]) -> int:
         if command == "status":
             from grid.status import status
 
-            return status(overrides)
+            quick = "--quick" in overrides
+            return status([o for o in overrides if o != "--quick"], checksums=not quick)
         if command == "simulate":
             from grid.plan_report import simulate_plan
 

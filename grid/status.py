@@ -11,26 +11,41 @@ from analysis.gpu_time import share_line
 from analysis.summary import latest_cells
 from grid.compose import compose_config
 from grid.expand import expand, to_config
-from grid.ledger import DONE, FAILED, INVALID, PENDING, build_ledger
+from grid.ledger import DAMAGED, DONE, FAILED, INTERRUPTED, INVALID, PENDING, build_ledger
 from grid.paths import project_path
 
 
-def status(overrides: list[str], console: Console | None = None) -> int:
-    """Print done / invalid / failed / pending counts, each cell's last error, and the GPU time share."""
+def status(overrides: list[str], console: Console | None = None, checksums: bool = True) -> int:
+    """Print done / invalid / failed / interrupted / damaged / pending counts, each cell's last error,
+    every damaged file by name, and the GPU time share.
+
+    A cell is done only if its files are whole: sizes and sha256 checksums as
+    recorded (`checksums=False`, `status --quick`: sizes only).
+    """
     console = console or Console()
     config = to_config(compose_config(overrides))
     cells = expand(config)
     root = project_path(config.paths.store)
-    ledger = build_ledger(root)
+    ledger = build_ledger(root, checksums)
+    labels = {c.key: c.label for c in cells}
+    damaged = {str(d): d for d in ledger.damaged}
     for problem in ledger.problems:
-        console.print(f"[yellow]store:[/] {problem}")
+        label = labels.get(damaged[problem].cell_key) if problem in damaged else None
+        console.print(f"[yellow]store:[/] {f'{label}: ' if label else ''}{problem}")
     counts = Counter(ledger.status(c.key) for c in cells)
     invalid_note = "kept (run.keep_invalid)" if config.run.keep_invalid else "measured again on resume"
     console.print(
         f"experiment {config.name}: {len(cells)} cells: done {counts[DONE]}, "
-        f"invalid {counts[INVALID]} ({invalid_note}), failed {counts[FAILED]}, pending {counts[PENDING]}"
+        f"invalid {counts[INVALID]} ({invalid_note}), failed {counts[FAILED]}, "
+        f"interrupted {counts[INTERRUPTED]}, damaged {counts[DAMAGED]} (measured again on resume), "
+        f"pending {counts[PENDING]}"
     )
-    measured = latest_cells(root)
+    console.print(
+        "files checked: sizes and sha256 checksums"
+        if checksums
+        else "files checked: sizes only (--quick); checksums not verified"
+    )
+    measured = latest_cells(root, checksums=checksums)
     if not measured.empty and (
         line := share_line(measured[measured["cell_key"].isin({c.key for c in cells})])
     ):

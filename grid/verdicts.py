@@ -8,6 +8,12 @@ van run of the same prompts (the grid's `replicate` cell, else an anchor)
 measures van's own run-to-run agreement. Verdicts are keyed by (model, lever,
 K, corpus) and land in <root>/equivalence/<session_id>.parquet.
 
+Only attempts whose files are whole are read (store.read.connect checks sizes
+and checksums); a lever cell whose outputs still fail to read (a manifest
+older than the checksums, damaged past its footer) gets `no_reference` with a
+reason that names the file, and the frame's attrs["left_out"] lists every
+attempt left out, one line each.
+
 Lossless levers are judged by a paired test against that replicate
 (analysis/equivalence.py: judge_paired, exact McNemar on discordant prompts);
 without a replicate, by exact match against a fixed rate (judge). Levers that
@@ -40,8 +46,8 @@ from analysis.equivalence import (
 from grid.cells import REFERENCE_LEVER
 from grid.schema import EquivalenceConfig
 from store.atomic import write_parquet
-from store.layout import StoreLayout
-from store.read import connect, has_view
+from store.layout import REQUESTS, StoreLayout
+from store.read import connect, damaged, has_view
 
 VERDICT_COLUMNS = [
     "session_id",
@@ -98,11 +104,9 @@ def latest_runs(root: Path) -> tuple[pd.DataFrame, dict[str, dict[str, str]], Pr
     for name in ("anchor", "replicate"):
         if name not in cells.columns:
             cells[name] = None
-    rows = con.execute(
-        "SELECT attempt_id, prompt_id, output_text FROM requests "
-        "WHERE error_type IS NULL AND attempt_id IN (SELECT unnest($ids)) ORDER BY request_idx",
-        {"ids": list(cells["attempt_id"])},
-    ).df()
+    rows, unreadable = read_outputs(con, root, cells)
+    cells.attrs["unreadable"] = unreadable
+    cells.attrs["left_out"] = [f"left out: {line}" for line in damaged(con)["problem"]]
     outputs: dict[str, dict[str, str]] = {}
     for attempt_id, group in rows.groupby("attempt_id"):
         # A prompt sent twice (load.allow_repeats) is judged on its first answer.
@@ -112,15 +116,48 @@ def latest_runs(root: Path) -> tuple[pd.DataFrame, dict[str, dict[str, str]], Pr
     return cells, outputs, latest_probes(con, list(cells["attempt_id"]))
 
 
+def read_outputs(
+    con: duckdb.DuckDBPyConnection, root: Path, cells: pd.DataFrame
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Outputs of these cells' attempts, and {attempt_id: problem line} for each file that would not read.
+
+    connect's views hold only whole attempts, but a manifest written before
+    sizes and checksums were recorded gets a footer check only: if the bulk read
+    fails, each attempt's file is read alone and those that fail are left out.
+    """
+    query = (
+        "SELECT attempt_id, prompt_id, output_text FROM {source} "
+        "WHERE error_type IS NULL AND attempt_id IN (SELECT unnest($ids)) ORDER BY request_idx"
+    )
+    try:
+        return con.execute(query.format(source="requests"), {"ids": list(cells["attempt_id"])}).df(), {}
+    except duckdb.Error:
+        pass
+    layout, frames, unreadable = StoreLayout(root), [], {}
+    for cell_key, attempt_id in zip(cells["cell_key"], cells["attempt_id"], strict=True):
+        path = layout.attempt_dir(cell_key, attempt_id) / REQUESTS
+        source = f"read_parquet('{str(path).replace(chr(39), chr(39) * 2)}')"
+        try:
+            frames.append(con.execute(query.format(source=source), {"ids": [attempt_id]}).df())
+        except duckdb.Error as exc:
+            error = str(exc).splitlines()[0]
+            unreadable[attempt_id] = f"cell {cell_key} attempt {attempt_id}: {path}: unreadable ({error})"
+    columns = ["attempt_id", "prompt_id", "output_text"]
+    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)), unreadable
+
+
 def latest_probes(con: duckdb.DuckDBPyConnection, attempt_ids: list[str]) -> Probes:
-    """The probe rows of these attempts, keyed for compare_distributions."""
+    """The probe rows of these attempts, keyed for compare_distributions (none if a probe file won't read)."""
     if not has_view(con, "probes"):
         return {}
-    rows = con.execute(
-        "SELECT attempt_id, prompt_id, position, token_ids, logprobs FROM probes "
-        "WHERE attempt_id IN (SELECT unnest($ids))",
-        {"ids": attempt_ids},
-    ).fetchall()
+    try:
+        rows = con.execute(
+            "SELECT attempt_id, prompt_id, position, token_ids, logprobs FROM probes "
+            "WHERE attempt_id IN (SELECT unnest($ids))",
+            {"ids": attempt_ids},
+        ).fetchall()
+    except duckdb.Error:  # an older manifest's probe file, damaged past its footer
+        return {}
     probes: Probes = {}
     for attempt_id, prompt_id, position, token_ids, logprobs in rows:
         probes.setdefault(attempt_id, {})[(prompt_id, position)] = dict(zip(token_ids, logprobs, strict=True))
@@ -140,6 +177,16 @@ def verdicts(root: Path, session_id: str, cfg: EquivalenceConfig) -> pd.DataFram
     found = []
     if cells.empty:
         return pd.DataFrame(columns=VERDICT_COLUMNS)
+    unreadable: dict[str, str] = cells.attrs.get("unreadable", {})
+    left_out = [*cells.attrs.get("left_out", []), *(f"left out: {line}" for line in unreadable.values())]
+    for _, cell in cells[cells["attempt_id"].isin(set(unreadable))].iterrows():
+        if cell["lever"] != REFERENCE_LEVER or cell["temperature"] != 0:
+            row = {name: cell[name] for name in ("model", "corpus", "lever", "k", "cell_key")}
+            reason = f"not judged: {unreadable[cell['attempt_id']]}"
+            found.append(
+                {**row, "changes_outputs": bool(cell["quantized"]), "verdict": NO_REFERENCE, "reason": reason}
+            )
+    cells = cells[~cells["attempt_id"].isin(set(unreadable))]
     for _, group in cells.groupby(SAME_PROMPTS, dropna=False):
         greedy_van = group[(group["lever"] == REFERENCE_LEVER) & (group["temperature"] == 0)]
         # The grid's own van cell first, then its replicate, then anchors: the reference users see.
@@ -200,6 +247,8 @@ def verdicts(root: Path, session_id: str, cfg: EquivalenceConfig) -> pd.DataFram
             )
     frame = pd.DataFrame(found, columns=VERDICT_COLUMNS[1:])
     frame.insert(0, "session_id", session_id)
+    # Attempts not judged or not used as a reference because a file is damaged, one line each.
+    frame.attrs["left_out"] = left_out
     return frame
 
 
