@@ -20,6 +20,11 @@ from store.layout import StoreLayout
 
 def write_report(overrides: list[str]) -> Path:
     """Analyse the experiment's cells in the store and write the page; return its path."""
+    return _write_report(overrides)[0]
+
+
+def _write_report(overrides: list[str]) -> tuple[Path, list[str]]:
+    """The page's path, and its notes naming each cell left out (damaged file, failed, INVALID)."""
     config = to_config(compose_config(overrides))
     try:
         from analysis.html_report import render_report  # matplotlib: a report dependency only
@@ -31,10 +36,12 @@ def write_report(overrides: list[str]) -> Path:
     path = StoreLayout(root).report_file(config.name)
     page = render_report(study, f"lever-grid: {config.name}")
     write_atomic(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
-    return path
+    return path, [n for n in study.notes if n.startswith(("left out", "not used"))]
 
 
 def report(overrides: list[str]) -> int:
-    path = write_report(overrides)
+    path, left_out = _write_report(overrides)
+    for line in left_out:  # also in the page's notes
+        print(line)
     print(f"report: {path}")
     return 0
