@@ -43,6 +43,8 @@ class Ledger:
     problems: list[str]
     # Ok attempts left out because a file is not what was written (also in `problems`).
     damaged: list[Damage] = field(default_factory=list)
+    # Ok attempts whose manifest records no checksums (written before them): footers checked only.
+    footer_only: int = 0
 
     def status(self, cell_key: str) -> str:
         state = self.states.get(cell_key)
@@ -55,12 +57,13 @@ def build_ledger(root: Path, checksums: bool = True) -> Ledger:
     by_cell: dict[str, list[Attempt]] = defaultdict(list)
     for attempt in found:
         by_cell[attempt.cell_key].append(attempt)
-    states, damaged = {}, []
+    states, damaged, footer_only = {}, [], 0
     for key, cell_attempts in by_cell.items():
         state = CellState(key, attempts=len(cell_attempts))
         for attempt in sorted(cell_attempts, key=lambda a: (a.written_at, a.attempt_id)):
             state.sessions.append(attempt.session_id)
             if attempt.status == "ok":
+                footer_only += not attempt.files or any(f.sha256 is None for f in attempt.files)
                 if (damage := attempt.damage(checksums)) is not None:
                     damaged.append(damage)
                     problems.append(str(damage))
@@ -77,7 +80,7 @@ def build_ledger(root: Path, checksums: bool = True) -> Ledger:
                 state.status = INTERRUPTED if attempt.status == INTERRUPTED else FAILED
                 state.last_error = attempt.error
         states[key] = state
-    return Ledger(states, problems, damaged)
+    return Ledger(states, problems, damaged, footer_only)
 
 
 def select(

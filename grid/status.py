@@ -40,10 +40,14 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
         f"interrupted {counts[INTERRUPTED]}, damaged {counts[DAMAGED]} (measured again on resume), "
         f"pending {counts[PENDING]}"
     )
+    older = (
+        f"; {ledger.footer_only} older attempts record no checksums: their Parquet footers checked"
+        if ledger.footer_only
+        else ""
+    )
     console.print(
-        "files checked: sizes and sha256 checksums"
-        if checksums
-        else "files checked: sizes only (--quick); checksums not verified"
+        ("files checked: sizes and sha256 checksums" if checksums else "files checked: sizes only (--quick)")
+        + older
     )
     measured = latest_cells(root, checksums=checksums)
     if not measured.empty and (

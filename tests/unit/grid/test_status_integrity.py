@@ -9,7 +9,7 @@ from grid.status import status
 from store.layout import StoreLayout
 from store.writer import write_failed_attempt, write_ok_attempt
 from tests.unit.grid.test_ledger import smoke_cells
-from tests.unit.store.damage import flip_middle
+from tests.unit.store.damage import flip_middle, names_only
 from tests.unit.store.test_writer_read import records, tags
 
 
@@ -42,3 +42,13 @@ def test_status_quick_checks_sizes_only(tmp_path, capsys):
     assert main(["status", "--quick", "experiment=smoke", f"paths.store={tmp_path}"]) == 0
     out = capsys.readouterr().out
     assert "done 2," in out and "damaged 0" in out and "sizes only (--quick)" in out
+
+
+def test_status_says_which_attempts_predate_checksums(tmp_path):
+    _, path = damaged_store(tmp_path)
+    names_only(path.parent / "manifest.json")  # written before checksums: footer check only, passes
+    console = Console(record=True, width=400)
+    status(["experiment=smoke", f"paths.store={tmp_path}"], console)
+    out = console.export_text()
+    assert "done 2," in out and "damaged 0" in out
+    assert "1 older attempts record no checksums: their Parquet footers checked" in out
