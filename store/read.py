@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from store.layout import PROBE, REQUESTS, SUMMARY, StoreLayout
@@ -135,30 +136,31 @@ def _create_view(con: duckdb.DuckDBPyConnection, view: str, reader: str, paths: 
         con.execute(f"CREATE VIEW {view} AS SELECT * FROM {reader}({_sql_list(paths)}, union_by_name=true)")
 
 
-ATTEMPT_COLUMNS = {
-    "cell_key": "VARCHAR",
-    "attempt_id": "VARCHAR",
-    "session_id": "VARCHAR",
-    "status": "VARCHAR",
-    "error": "VARCHAR",
-    "written_at": "VARCHAR",
-    "file": "VARCHAR",  # the damaged file of an ok attempt left out, else NULL
-    "problem": "VARCHAR",  # what is wrong with it, in words, else NULL
-}
+ATTEMPT_COLUMNS = [
+    "cell_key",
+    "attempt_id",
+    "session_id",
+    "status",
+    "error",
+    "written_at",
+    "file",  # the damaged file of an ok attempt left out, else NULL
+    "problem",  # what is wrong with it, in words, else NULL
+]
 
 
 def _attempts_table(con: duckdb.DuckDBPyConnection, verified: Verified) -> None:
     """Table `attempts`: one row per readable manifest, damaged ok attempts with their file and problem."""
-    columns = ", ".join(f"{name} {kind}" for name, kind in ATTEMPT_COLUMNS.items())
-    con.execute(f"CREATE TABLE attempts ({columns})")
     damage = {(d.cell_key, d.attempt_id): d for d in verified.damaged}
     rows = []
     for a in verified.found:
         d = damage.get((a.cell_key, a.attempt_id))
-        row = [a.cell_key, a.attempt_id, a.session_id, a.status, a.error, a.written_at]
-        rows.append([*row, str(d.path) if d else None, str(d) if d else None])
-    if rows:
-        con.executemany(f"INSERT INTO attempts VALUES ({', '.join('?' * len(ATTEMPT_COLUMNS))})", rows)
+        rows.append(
+            {"cell_key": a.cell_key, "attempt_id": a.attempt_id, "session_id": a.session_id,
+             "status": a.status, "error": a.error, "written_at": a.written_at,
+             "file": str(d.path) if d else None, "problem": str(d) if d else None}
+        )  # fmt: skip
+    schema = pa.schema([(name, pa.string()) for name in ATTEMPT_COLUMNS])
+    con.from_arrow(pa.Table.from_pylist(rows, schema=schema)).create("attempts")
 
 
 def connect(root: Path, checksums: bool = True) -> duckdb.DuckDBPyConnection:
