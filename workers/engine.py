@@ -3,6 +3,20 @@
 The server runs in its own session (process group) so teardown can kill every
 process it spawned (API server, engine core, workers) even if the parent died.
 Readiness is /health answering 200: the socket opens before the model is loaded.
+
+No engine outlives the process that started it (issue 17), by three means:
+- the API server gets PR_SET_PDEATHSIG(SIGTERM) before exec, and every vLLM
+  process below it PR_SET_PDEATHSIG(SIGKILL) from the `lifetime` plugin
+  (lever_plugins/lifetime.py, switched on by LEVER_DIE_WITH_PARENT=1 here):
+  each process dies with its parent, in whatever way the parent died;
+- a guard per engine (workers/engine_guard.py), detached so that it outlives
+  the owner, ends the engine's processes once the owner is gone: any engine
+  command, with or without the plugin;
+- a record per engine (workers/engine_registry.py) that the next worker on the
+  node sweeps if the owner and the guard are both gone.
+Every engine process carries LEVER_GRID_ENGINE_ID=<its id> in its environment
+(SPT_NOENV=1 keeps vLLM's process titles from overwriting it), so it can be
+told apart from any other process.
 """
 
 from __future__ import annotations
@@ -10,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import dataclasses
 import os
 import secrets
 import signal
@@ -26,11 +41,15 @@ from types import TracebackType
 import psutil
 
 from grid.errors import EngineError
+from lever_plugins.lifetime import ENV_FLAG as DIE_WITH_PARENT_ENV
+from workers import engine_registry as registry
 from workers.engine_args import Endpoint
+from workers.engine_registry import ENGINE_ID_ENV, EngineRecord, ProcessId
 
 POLL_INTERVAL_S = 0.5
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 LOG_TAIL_LINES = 40
+GUARD_START_TIMEOUT_S = 30.0
 
 
 def _die_with_parent() -> None:
@@ -41,6 +60,28 @@ def _die_with_parent() -> None:
     """
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def exit_description(code: int) -> str:
+    """`signal 9` for a process killed by SIGKILL, `code 1` for one that exited with 1."""
+    return f"signal {-code}" if code < 0 else f"code {code}"
+
+
+def start_guard(record: EngineRecord, record_path: Path | None) -> ProcessId | None:
+    """Start the engine's guard (workers/engine_guard.py), detached; None if it could not start."""
+    argv = [sys.executable, "-m", "workers.engine_guard", str(record_path or "")]
+    try:
+        done = subprocess.run(
+            argv,
+            input=record.to_json().encode(),
+            capture_output=True,
+            timeout=GUARD_START_TIMEOUT_S,
+            start_new_session=True,
+            check=True,
+        )
+        return ProcessId.of(psutil.Process(int(done.stdout.split()[0])))
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError, psutil.Error):
+        return None
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -92,6 +133,8 @@ class Engine:
         log_path: Path,
         start_timeout_s: float,
         stop_timeout_s: float = 30.0,
+        registry_dir: Path | None = None,
+        guard: bool = True,
     ) -> None:
         self.argv = argv
         self.env = env
@@ -99,9 +142,27 @@ class Engine:
         self.log_path = log_path
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s
+        # Where this node's engines are recorded (engine_registry.node_dir); None: not recorded.
+        self.registry_dir = registry_dir
+        self.use_guard = guard
+        self.engine_id = secrets.token_hex(8)
         self.proc: subprocess.Popen[bytes] | None = None
         self.pids_seen: set[int] = set()
+        # The same processes as psutil objects: signalling one checks that its pid was not reused.
+        self.children_seen: dict[int, psutil.Process] = {}
+        self.record: EngineRecord | None = None
+        self.record_path: Path | None = None
         self.ready_s: float | None = None
+
+    def launch_env(self) -> dict[str, str]:
+        """The engine's environment: its own plus its id and the lifetime plugin's switch."""
+        return {
+            **self.env,
+            ENGINE_ID_ENV: self.engine_id,
+            DIE_WITH_PARENT_ENV: "1",
+            # setproctitle (VLLM::EngineCore, ...) would otherwise overwrite /proc/<pid>/environ.
+            "SPT_NOENV": "1",
+        }
 
     def start(self) -> float:
         """Launch and block until /health answers; return seconds to ready."""
@@ -112,7 +173,7 @@ class Engine:
             log.flush()
             self.proc = subprocess.Popen(
                 self.argv,
-                env=self.env,
+                env=self.launch_env(),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -120,12 +181,44 @@ class Engine:
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         try:
+            self._register(guard=self.use_guard)
             self._wait_ready(start_ns)
+            # Now with EngineCore and its workers, for a sweep that cannot read their environment.
+            self._register(guard=False)
         except BaseException:
             self.stop()
             raise
         self.ready_s = (time.perf_counter_ns() - start_ns) / 1e9
         return self.ready_s
+
+    def _register(self, guard: bool) -> None:
+        """Record the engine (and start its guard) so that it is ended even if this process dies."""
+        assert self.proc is not None
+        try:
+            root = ProcessId.of(psutil.Process(self.proc.pid))
+            owner = ProcessId.of(psutil.Process())
+        except psutil.Error:
+            return  # already exited: nothing to guard
+        self._remember_children()
+        children = []
+        for proc in self.children_seen.values():
+            with contextlib.suppress(psutil.Error):
+                children.append(ProcessId.of(proc))
+        self.record = EngineRecord(
+            engine_id=self.engine_id,
+            pgid=self.proc.pid,
+            root=root,
+            owner=owner,
+            log_path=str(self.log_path),
+            children=children,
+            guard=self.record.guard if self.record is not None else None,
+        )
+        if self.registry_dir is not None:
+            self.record_path = registry.write(self.registry_dir, self.record)
+        if guard:
+            self.record = dataclasses.replace(self.record, guard=start_guard(self.record, self.record_path))
+            if self.registry_dir is not None:
+                self.record_path = registry.write(self.registry_dir, self.record)
 
     def _wait_ready(self, start_ns: int) -> None:
         assert self.proc is not None
@@ -157,13 +250,23 @@ class Engine:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def exit_code(self, wait_s: float = 0.0) -> int | None:
+        """Its exit code (negative: the killing signal), waiting up to `wait_s`; None while it runs."""
+        if self.proc is None:
+            return None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return self.proc.wait(timeout=wait_s) if wait_s > 0 else self.proc.poll()
+        return None
+
     def _remember_children(self) -> None:
         """Track descendants while the root lives, so orphans can still be found later."""
         if self.proc is None:
             return
         with contextlib.suppress(psutil.NoSuchProcess):
             root = psutil.Process(self.proc.pid)
-            self.pids_seen.update(c.pid for c in root.children(recursive=True))
+            for child in root.children(recursive=True):
+                self.children_seen.setdefault(child.pid, child)
+                self.pids_seen.add(child.pid)
 
     def stop(self) -> None:
         """Kill the whole process tree; raise EngineError if anything survives."""
@@ -171,15 +274,22 @@ class Engine:
             return
         self._remember_children()
         survivors = kill_tree(self.proc.pid, self.proc.pid, self.stop_timeout_s)
-        for pid in self.pids_seen:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                proc = psutil.Process(pid)
+        for proc in self.children_seen.values():
+            # psutil refuses to signal a pid that now belongs to another process.
+            with contextlib.suppress(psutil.Error):
                 proc.kill()
                 proc.wait(timeout=self.stop_timeout_s)
+        if self.record is not None:
+            # Anything carrying the engine's id that left its process group, then the guard.
+            survivors += registry.kill(registry.engine_processes(self.record), self.stop_timeout_s)
+            if self.record.guard is not None and (guard := self.record.guard.find()) is not None:
+                registry.kill([guard], self.stop_timeout_s)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=self.stop_timeout_s)
         if survivors:
-            raise EngineError(f"engine processes survived teardown: {survivors}")
+            raise EngineError(f"engine processes survived teardown: {sorted(set(survivors))}")
+        registry.remove(self.record_path)
+        self.record_path = None
 
     def __enter__(self) -> Engine:
         self.start()
