@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import time
 import traceback
 import urllib.request
@@ -23,9 +24,9 @@ from grid.plan import EngineGroup
 from grid.schema import EquivalenceConfig, GateConfig
 from store.layout import StoreLayout
 from store.writer import write_failed_attempt, write_ok_attempt
-from workers import cudagraph_log, dynk_log, metrics, windows
+from workers import cudagraph_log, dynk_log, engine_registry, metrics, windows
 from workers.counters import ServerCounters, scrape
-from workers.engine import Engine, log_tail, new_endpoint
+from workers.engine import Engine, exit_description, log_tail, new_endpoint
 from workers.engine_args import serve_argv, serve_env, served_name
 from workers.engine_log import read_effective_config
 from workers.gates import GateInputs, evaluate
@@ -59,6 +60,23 @@ class RunContext:
     gates: GateConfig = field(default_factory=GateConfig)
     # The Ray node this worker runs on (set by the actor; None outside Ray).
     node_id: str | None = None
+
+
+# How long a failed cell waits for a dying engine to exit before blaming what failed instead.
+ENGINE_EXIT_GRACE_S = 3.0
+# Lines of the engine's log quoted in the error of a cell whose engine died.
+DEATH_LOG_LINES = 5
+
+
+@dataclass
+class CellStage:
+    """What a cell was doing, for naming the stage in which its engine died."""
+
+    name: str = "start of the cell"
+
+
+class EngineDied(EngineError):
+    """The engine exited while a cell was using it."""
 
 
 @dataclass(frozen=True)
@@ -190,15 +208,45 @@ def summarize(
     return {**figures, **verdict}
 
 
+def log_lines_before_death(path: Path, lines: int = DEATH_LOG_LINES) -> str:
+    """The last lines of an engine log that say something: HTTP access lines and blanks left out."""
+    kept = [
+        line.strip()[:300]
+        for line in log_tail(path, 400).splitlines()
+        if line.strip() and not (line.startswith("INFO:") and '" ' in line and "HTTP/1.1" in line)
+    ]
+    return " | ".join(kept[-lines:]) or "(empty)"
+
+
+def engine_death(engine: Engine, code: int, stage: str) -> str:
+    """`engine exited (signal 9) during the measured load; last lines of its log: ...`."""
+    return (
+        f"engine exited ({exit_description(code)}) during the {stage}; "
+        f"last lines of its log: {log_lines_before_death(engine.log_path)}"
+    )
+
+
+def ensure_alive(engine: Engine) -> None:
+    """Raise EngineDied at the end of a stage in which the engine exited."""
+    if not engine.alive():
+        raise EngineDied("engine exited")
+
+
 def run_cell(
-    cell: Cell, engine: Engine, ctx: RunContext, served: ServedPrompts | None = None
+    cell: Cell,
+    engine: Engine,
+    ctx: RunContext,
+    served: ServedPrompts | None = None,
+    stage: CellStage | None = None,
 ) -> tuple[list[RequestRecord], dict[str, Any], list[ProbeRow]]:
     """Warm up, measure one cell on a running engine, then run the logprob probe.
 
     `served` holds what this engine launch was sent before the cell; the cell's
     own prompts are added to it as they go out, whatever becomes of the cell.
+    `stage` is kept up to date, so a failure can say when the engine died.
     """
     served = served if served is not None else ServedPrompts()
+    stage = stage if stage is not None else CellStage()
     clock = PhaseClock()
     corpus = read_corpus(ctx.data_dir / cell.corpus.path, cell.corpus.format, cell.corpus.skip_bad_rows)
     plan = cell_schedule(cell, corpus, cell.load.allow_repeats)
@@ -206,8 +254,10 @@ def run_cell(
     endpoint = engine.endpoint
     target = Target(endpoint.base_url, endpoint.api_key, served_name(cell.engine_spec), cell.corpus.endpoint)
     served.add(plan.warmup, cell.corpus.name, cell.repeat)
+    stage.name = "warm-up"
     if plan.warmup:
         run_sync(run_load(target, plan.warmup, cell.load, phase="warmup"))
+    ensure_alive(engine)
     clock.lap("warmup")
     tables = logs_cudagraph_tables(cell.engine_spec)
     log_offset = cudagraph_log.log_size(engine.log_path)
@@ -216,6 +266,8 @@ def run_cell(
         log_offset = cudagraph_log.wait_for_table(engine.log_path, log_offset)
     # dynk's warm-up totals land in its log before the window opens (returns at once for other levers).
     dynk_offset = dynk_log.wait_for_idle_line(engine.log_path)
+    # The measured load, from the counters read before it to the one after it.
+    stage.name = "measured load"
     before = scrape(endpoint.base_url, endpoint.api_key)
     served.add(plan.measured, cell.corpus.name, cell.repeat)
     clock.lap("settle")
@@ -223,9 +275,11 @@ def run_cell(
     with GpuSampler() as gpu, ServerLoadSampler(endpoint.base_url, endpoint.api_key) as server_load:
         records, lag = run_sync(run_measured(target, plan.measured, cell.load, phase="measure"))
     cpu_s = time.process_time() - cpu_start_s
+    ensure_alive(engine)
     clock.lap("measure")
     measured_end = cudagraph_log.log_size(engine.log_path)
     delta = scrape(endpoint.base_url, endpoint.api_key).minus(before)
+    stage.name = "drain after the measured load"
     summary = summarize(records, delta, cpu_s, lag, cell.load.concurrency, ctx.gates, server_load.samples)
     # Measured requests whose prompt this engine had been sent before (0 unless load.allow_repeats).
     summary["prompts_repeated"] = reuse.total
@@ -244,9 +298,11 @@ def run_cell(
     summary.update(cudagraph_log.columns_since(engine.log_path, log_offset, log_end))
     summary.update(dynk_log.columns_when_idle(engine.log_path, dynk_offset))
     clock.lap("drain")
+    stage.name = "logprob probe"
     chosen = probe_prompts(corpus.prompts, ctx.gates.equivalence.probe_prompts)
     served.add(chosen, cell.corpus.name, cell.repeat)
     probe, probe_columns = run_cell_probe(target, chosen, ctx.gates.equivalence)
+    ensure_alive(engine)
     summary["probe_prompt_hashes"] = json.dumps([p.content_hash for p in chosen])
     summary.update(probe_columns)
     clock.lap("probe")
@@ -316,6 +372,10 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
     spec = group.spec
     log_path = layout.engine_log(ctx.session_id, f"{spec.key}-{uuid.uuid4().hex[:6]}")
     endpoint = new_endpoint()
+    registry_dir = engine_registry.node_dir(ctx.store_root)
+    # Engines of earlier runs on this node whose owner died and whose guard did not end them.
+    for line in engine_registry.sweep(registry_dir):
+        print(f"lever-grid: {line}", file=sys.stderr, flush=True)
     engine = Engine(
         serve_argv(spec, endpoint, ctx.models_dir),
         serve_env(spec, engine_base_env(), ctx.cache_dir),
@@ -323,6 +383,7 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
         log_path,
         spec.engine.start_timeout_s,
         spec.engine.stop_timeout_s,
+        registry_dir=registry_dir,
     )
     outcomes: list[CellOutcome] = []
     try:
@@ -336,10 +397,9 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
         earlier: list[str] = []
         served = ServedPrompts()
         for index, cell in enumerate(group.cells):
-            if not engine.alive():
-                outcomes.append(
-                    _fail(layout, ctx, cell, "engine died earlier in this launch", log_tail(log_path))
-                )
+            if (code := engine.exit_code()) is not None:
+                error = f"engine died earlier in this launch (exited, {exit_description(code)})"
+                outcomes.append(_fail(layout, ctx, cell, error, log_tail(log_path)))
                 continue
             history = {
                 # Suffix decoding's tree remembers earlier outputs: say what this engine served before.
@@ -370,17 +430,23 @@ def _run_and_store(
 ) -> CellOutcome:
     attempt_id = new_attempt_id(ctx.session_id)
     tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
+    stage = CellStage()
     try:
-        records, summary, probe = run_cell(cell, engine, ctx, served)
-        if not engine.alive():
-            raise EngineError(f"engine exited during the cell; see {engine.log_path}")
+        records, summary, probe = run_cell(cell, engine, ctx, served, stage)
+        stage.name = "storing of the cell"
+        ensure_alive(engine)
         summary.update(cell.as_record(), engine_ready_s=ready_s, engine_version=version, **placement(ctx))
         summary.update(history)
         summary.update(read_effective_config(engine.log_path))
         write_ok_attempt(layout, tags, records, summary, probe)
     except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
-        detail = error + "\n" + traceback.format_exc(limit=3)
+        symptom = f"{type(exc).__name__}: {exc}"
+        # An engine that died is the cause; what failed next (a refused connection) only its symptom.
+        code = engine.exit_code(wait_s=0 if isinstance(exc, EngineDied) else ENGINE_EXIT_GRACE_S)
+        error = symptom if code is None else engine_death(engine, code, stage.name)
+        followed = code is not None and not isinstance(exc, EngineDied)
+        detail = error + (f"\nwhat failed next: {symptom}" if followed else "")
+        detail += "\n" + traceback.format_exc(limit=3)
         error += record_failure(layout, tags, detail, log_tail(engine.log_path))
         return CellOutcome(cell.key, cell.label, attempt_id, "failed", error)
     return CellOutcome(cell.key, cell.label, attempt_id, "ok", None, summary["output_tok_per_s"], ready_s)
