@@ -1,0 +1,142 @@
+"""No engine outlives its driver, whatever kills the driver (issue 17).
+
+Each case starts `python -m grid run` (one cell, van, one real CPU engine) as a
+subprocess in a session of its own, waits until the engine is serving the
+cell's measured load, ends the driver (SIGKILL to it, SIGINT to its process
+group as Ctrl-C does, SIGTERM to it) and asserts that no vLLM process of that
+run (API server, EngineCore, workers) is left 30 s later. The run's processes
+are told apart from anyone else's by a marker in the environment the driver
+passes down (driver -> raylet -> actor -> vllm serve -> EngineCore -> workers),
+and by the sessions of the API servers seen while it ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from grid.paths import project_path
+
+pytestmark = pytest.mark.engine
+
+MARKER = "LEVER_GRID_TEST_RUN"
+SERVE_TIMEOUT_S = 300
+LEFT_WITHIN_S = 30
+
+
+def marked(proc: psutil.Process, marker: str) -> bool:
+    with contextlib.suppress(psutil.Error):
+        return proc.environ().get(MARKER) == marker
+    return False
+
+
+def is_vllm(proc: psutil.Process) -> bool:
+    with contextlib.suppress(psutil.Error):
+        return "vllm" in " ".join(proc.cmdline()).lower() and proc.status() != psutil.STATUS_ZOMBIE
+    return False
+
+
+def run_processes(marker: str, sessions: set[int]) -> list[psutil.Process]:
+    """Live processes of the run: its marker in their environment, or in a session of its engines."""
+    found = []
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
+            continue
+        with contextlib.suppress(psutil.Error, OSError):
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if marked(proc, marker) or os.getsid(proc.pid) in sessions:
+                found.append(proc)
+    return found
+
+
+def describe(procs: list[psutil.Process]) -> list[str]:
+    lines = []
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            lines.append(f"{proc.pid} (ppid {proc.ppid()}): {' '.join(proc.cmdline())[:100]}")
+    return lines
+
+
+def measuring(store: Path) -> bool:
+    """The engine has served the warm-up and the client has begun reading its counters."""
+    logs = list((store / "logs").glob("*/*.log"))
+    return any("GET /metrics" in log.read_text(errors="replace") for log in logs)
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT", "SIGTERM"])
+def test_no_engine_process_outlives_its_driver(tmp_path, how):
+    store = tmp_path / "store"
+    marker = uuid.uuid4().hex
+    driver_log = tmp_path / "driver.log"
+    argv = [
+        sys.executable,
+        "-m",
+        "grid",
+        "run",
+        "experiment=smoke",
+        f"paths.store={store}",
+        "grid.levers=[van]",
+        "grid.corpora=[code_complete]",
+        "grid.anchor.enabled=false",
+        # Long enough that the driver is ended while the cell is measured.
+        "load.num_prompts=200",
+    ]
+    with driver_log.open("wb") as out:
+        driver = subprocess.Popen(
+            argv,
+            cwd=project_path("."),
+            env={**os.environ, MARKER: marker},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    sessions: set[int] = set()
+    try:
+        deadline = time.time() + SERVE_TIMEOUT_S
+        while not measuring(store):
+            assert driver.poll() is None, f"driver ended early:\n{driver_log.read_text()[-3000:]}"
+            assert time.time() < deadline, f"engine not serving after {SERVE_TIMEOUT_S} s"
+            time.sleep(1)
+        engines = [p for p in run_processes(marker, sessions) if is_vllm(p)]
+        sessions = {os.getsid(p.pid) for p in engines} - {os.getsid(driver.pid)}
+        assert any("EngineCore" in " ".join(p.cmdline()) for p in engines), describe(engines)
+
+        if how == "SIGINT":
+            os.killpg(driver.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the foreground group
+        else:
+            driver.send_signal(getattr(signal, how))
+
+        deadline = time.time() + LEFT_WITHIN_S
+        while (left := [p for p in run_processes(marker, sessions) if is_vllm(p)]) and time.time() < deadline:
+            time.sleep(0.5)
+        assert not left, f"engine processes left {LEFT_WITHIN_S} s after {how}: {describe(left)}"
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            driver.wait(timeout=max(1.0, deadline - time.time()))
+        assert driver.poll() is not None, f"driver still running {LEFT_WITHIN_S} s after {how}"
+        # The engine's guard, once it finds the engine gone with its owner, drops its record.
+        records = lambda: list((store / "engines").glob("*/*.json"))  # noqa: E731
+        deadline = time.time() + 10
+        while records() and time.time() < deadline:
+            time.sleep(0.2)
+        assert not records(), [r.read_text() for r in records()]
+    finally:
+        # Whatever the outcome, leave nothing of this run behind (our own processes, by pid).
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        leftovers = run_processes(marker, sessions)
+        for proc in leftovers:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        psutil.wait_procs(leftovers, timeout=10)
