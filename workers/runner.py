@@ -157,7 +157,7 @@ def summarize(
     # Every streamed token, errors included: the server counted those too.
     streamed_total = sum(streamed_tokens(r) or 0 for r in records)
     checks = stream_checks(records)
-    load_columns = server_load_columns(
+    load_columns: dict[str, Any] = server_load_columns(
         server_load or [], window.start_ns if window else None, window.end_ns if window else None
     )
     figures: dict[str, Any] = {
