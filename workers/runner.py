@@ -209,11 +209,16 @@ def summarize(
 
 
 def log_lines_before_death(path: Path, lines: int = DEATH_LOG_LINES) -> str:
-    """The last lines of an engine log that say something: HTTP access lines and blanks left out."""
+    """The last lines of an engine log that say something.
+
+    Left out: blanks, HTTP access lines and the command line the log opens with (it holds the API key).
+    """
     kept = [
         line.strip()[:300]
         for line in log_tail(path, 400).splitlines()
-        if line.strip() and not (line.startswith("INFO:") and '" ' in line and "HTTP/1.1" in line)
+        if line.strip()
+        and not line.startswith("$ ")
+        and not (line.startswith("INFO:") and '" ' in line and "HTTP/1.1" in line)
     ]
     return " | ".join(kept[-lines:]) or "(empty)"
 
