@@ -1,4 +1,4 @@
-"""Bring-your-own traces: rows from JSONL, Parquet or a Hugging Face `save_to_disk` folder.
+"""Bring-your-own traces: rows from JSONL, a JSON array, Parquet or a Hugging Face `save_to_disk` folder.
 
 Each row is one of (recognised by its keys):
 - this project's rows: `id` plus `prompt` or `messages`;
@@ -8,8 +8,17 @@ Each row is one of (recognised by its keys):
 A recorded conversation that ends with the assistant's answer is cut back to
 the last user turn, so the engine is asked for that answer. Rows without `id`
 get `row-<n>`. A row that cannot be read raises an error naming the file, the
-row number (the line number in JSONL, 1-based in Parquet and Arrow) and the
-reason; with `skip_bad_rows` it is counted instead, never silently dropped.
+row number (the line number in JSONL, the 1-based element of a JSON array,
+1-based in Parquet and Arrow) and the reason; with `skip_bad_rows` it is
+counted instead, never silently dropped. A line that is not UTF-8 is such a
+row (named with its byte offset). A file that cannot be read at all (no
+permission, binary, compressed, a corrupt Parquet or Arrow file, a JSON array
+broken in the middle) raises one error naming the file and why, never a
+traceback.
+
+A file whose first character is `[` is one JSON array of rows (the form
+ShareGPT ships in: `[{"conversations": [...]}, ...]`); it is read
+element by element without loading the whole file.
 """
 
 from __future__ import annotations
@@ -22,11 +31,14 @@ from typing import Any
 
 from grid.errors import ConfigError
 
-FORMATS = ("auto", "jsonl", "parquet", "hf_disk")
+FORMATS = ("auto", "jsonl", "json", "parquet", "hf_disk")
 # ShareGPT speakers and OpenAI roles -> OpenAI roles.
 ROLES = {"human": "user", "user": "user", "gpt": "assistant", "chatgpt": "assistant", "bing": "assistant"}
 ROLES |= {"bard": "assistant", "assistant": "assistant", "model": "assistant", "system": "system"}
 KEPT_REASONS = 5
+# JSON arrays are read this many bytes at a time; one element may be at most MAX_ELEMENT_BYTES.
+CHUNK_BYTES = 1 << 20
+MAX_ELEMENT_BYTES = 64 << 20
 
 
 class BadRow(ValueError):
@@ -56,10 +68,18 @@ class Skipped:
             self.reasons.append(reason)
 
 
+class UnreadableTrace(ConfigError):
+    """A trace file that cannot be read as rows at all (not one bad row)."""
+
+
 def read_rows(path: Path, format: str = "auto", skip: Skipped | None = None) -> Iterator[TraceRow]:
-    """Parsed rows of a trace; bad rows raise ConfigError, or go to `skip` when it is given."""
+    """Parsed rows of a trace; bad rows raise ConfigError, or go to `skip` when it is given.
+
+    A file that cannot be read at all raises UnreadableTrace (a ConfigError) naming it and why.
+    """
     seen: set[str] = set()
-    for row_no, raw in raw_rows(path, resolve_format(path, format)):
+    read = 0
+    for row_no, raw in _guarded(path, raw_rows(path, resolve_format(path, format))):
         try:
             row = parse_row(row_no, raw)
             if row.prompt_id in seen:
@@ -67,13 +87,59 @@ def read_rows(path: Path, format: str = "auto", skip: Skipped | None = None) -> 
         except BadRow as exc:
             reason = f"{path}:{row_no}: bad corpus row: {exc}"
             if skip is None:
-                raise ConfigError(
-                    f"{reason} (set corpus.skip_bad_rows=true to skip and count such rows)"
-                ) from exc
+                raise ConfigError(f"{reason} ({_bad_row_hint(read, exc)})") from exc
             skip.add(reason)
             continue
         seen.add(row.prompt_id)
+        read += 1
         yield row
+
+
+def _bad_row_hint(good_rows: int, exc: BadRow) -> str:
+    """The fix to suggest: skipping rows only once some rows read well (else it would drop them all)."""
+    if isinstance(exc, NotUtf8):
+        return "convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`, or set corpus.skip_bad_rows=true"
+    if good_rows == 0:
+        return (
+            "no row before it could be read: check that the file is JSON lines, one JSON array of rows, "
+            "Parquet or a save_to_disk folder (corpus.format) with rows as in workers/traces.py; "
+            "corpus.skip_bad_rows=true skips and counts such rows"
+        )
+    return "set corpus.skip_bad_rows=true to skip and count such rows"
+
+
+def _guarded(path: Path, rows: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+    """`rows`, with any failure to read the file turned into one UnreadableTrace naming it."""
+    import pyarrow as pa
+
+    last = 0
+    try:
+        for row_no, raw in rows:
+            last = row_no
+            yield row_no, raw
+    except ConfigError:
+        raise
+    except OSError as exc:
+        if exc.errno is None:  # Arrow's own IOError: the bytes are wrong, not the filesystem
+            raise _corrupt(path, last, exc) from exc
+        raise UnreadableTrace(
+            f"corpus file {path} cannot be read ({exc.strerror or exc}); check its permissions and path"
+        ) from exc
+    except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:
+        raise _corrupt(path, last, exc) from exc
+
+
+def _corrupt(path: Path, last: int, exc: Exception) -> UnreadableTrace:
+    where = f"after row {last}" if last else "at its start"
+    return UnreadableTrace(
+        f"corpus file {path} is unreadable {where} ({type(exc).__name__}: {_short(exc)}); "
+        "replace it with a whole copy, or set corpus.format to what it is"
+    )
+
+
+def _short(exc: Exception, limit: int = 200) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def resolve_format(path: Path, format: str) -> str:
@@ -84,28 +150,174 @@ def resolve_format(path: Path, format: str) -> str:
         return format
     if path.is_dir():
         return "hf_disk"
-    return "parquet" if path.suffix in (".parquet", ".pq") else "jsonl"
+    return "parquet" if path.suffix in (".parquet", ".pq") else "jsonl"  # jsonl also reads a JSON array
 
 
 def raw_rows(path: Path, format: str) -> Iterator[tuple[int, Any]]:
     """(row number, decoded row or a BadRow) in file order."""
-    if format == "jsonl":
-        yield from _jsonl_rows(path)
+    if format in ("jsonl", "json"):
+        yield from _text_rows(path, format)
     elif format == "parquet":
         yield from _parquet_rows(path)
     else:
         yield from _arrow_rows(hf_disk_files(path))
 
 
+class NotUtf8(BadRow):
+    """A line whose bytes are not UTF-8 text."""
+
+
+# Leading bytes of files that are not text, and what to do instead.
+MAGIC = (
+    (b"PAR1", "is a Parquet file; set corpus.format=parquet (or give it a .parquet name)"),
+    (b"ARROW1", "is an Arrow file; point corpus.path at its save_to_disk folder (corpus.format=hf_disk)"),
+    (b"\x1f\x8b", "is gzip-compressed; decompress it (gunzip) and point corpus.path at the result"),
+    (b"PK\x03\x04", "is a zip archive; unpack it and point corpus.path at the trace inside"),
+    (b"\x28\xb5\x2f\xfd", "is zstd-compressed; decompress it (zstd -d) and point corpus.path at the result"),
+    (b"\xff\xfe", "is UTF-16 text; convert it to UTF-8 (iconv -f utf-16 -t utf-8)"),
+    (b"\xfe\xff", "is UTF-16 text; convert it to UTF-8 (iconv -f utf-16 -t utf-8)"),
+)
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _text_rows(path: Path, format: str) -> Iterator[tuple[int, Any]]:
+    """JSON lines, or one JSON array of rows when the file's first character is `[`."""
+    with path.open("rb") as handle:
+        head = handle.read(4096)
+    for magic, what in MAGIC:
+        if head.startswith(magic):
+            raise UnreadableTrace(f"corpus file {path} {what}")
+    if (nul := head.find(b"\x00")) >= 0:
+        raise UnreadableTrace(
+            f"corpus file {path} is binary (a NUL byte at byte offset {nul}), not JSON text; "
+            "a trace is JSON lines, one JSON array of rows, Parquet or a save_to_disk folder"
+        )
+    start = head.removeprefix(UTF8_BOM).lstrip()
+    if start.startswith(b"[") or (format == "json" and start):
+        yield from _json_array_rows(path)
+    else:
+        yield from _jsonl_rows(path)
+
+
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
+    offset = 0
+    with path.open("rb") as handle:
+        for line_no, raw in enumerate(handle, 1):
+            at, offset = offset, offset + len(raw)
+            if line_no == 1:
+                raw = raw.removeprefix(UTF8_BOM)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                where = f"byte 0x{raw[exc.start]:02x} at byte offset {at + exc.start} of the file"
+                yield line_no, NotUtf8(f"not UTF-8 text ({where}: {exc.reason})")
+                continue
             if not line.strip():
                 continue
             try:
                 yield line_no, json.loads(line)
             except json.JSONDecodeError as exc:
                 yield line_no, BadRow(f"not JSON ({exc})")
+
+
+def _utf8_chunks(path: Path) -> Iterator[str]:
+    """The file's text in chunks; bytes that are not UTF-8 raise UnreadableTrace with their offset."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    done = 0
+    with path.open("rb") as handle:
+        first = True
+        while True:
+            data = handle.read(CHUNK_BYTES)
+            pending = len(decoder.getstate()[0])
+            try:
+                text = decoder.decode(data, final=not data)
+            except UnicodeDecodeError as exc:
+                raise UnreadableTrace(
+                    f"corpus file {path} is not UTF-8 text (byte offset {done - pending + exc.start}: "
+                    f"{exc.reason}); convert it to UTF-8, e.g. `iconv -f latin1 -t utf-8`"
+                ) from exc
+            done += len(data)
+            if first:
+                text, first = text.removeprefix("\ufeff"), False
+            if text:
+                yield text
+            if not data:
+                return
+
+
+def _json_array_rows(path: Path) -> Iterator[tuple[int, Any]]:
+    """The elements of a file holding one JSON array, read a chunk at a time.
+
+    An element that is not a JSON value breaks the array: the rest cannot be
+    found, so that is an error for the file (naming the element), not a bad row.
+    """
+    decoder = json.JSONDecoder()
+    chunks = _utf8_chunks(path)
+    buf, pos, eof = "", 0, False
+
+    def more() -> bool:
+        nonlocal buf, pos, eof
+        chunk = next(chunks, None)
+        if chunk is None:
+            eof = True
+            return False
+        buf, pos = buf[pos:] + chunk, 0
+        return True
+
+    def next_char() -> str | None:
+        """The next character that is not whitespace (not consumed), None at the end of the file."""
+        nonlocal pos
+        while True:
+            while pos < len(buf) and buf[pos] in " \t\r\n":
+                pos += 1
+            if pos < len(buf):
+                return buf[pos]
+            if not more():
+                return None
+
+    def broken(what: str) -> UnreadableTrace:
+        return UnreadableTrace(
+            f"corpus file {path} holds a JSON array that is broken {what}; "
+            "repair it, or convert it to JSON lines (one row a line, e.g. `jq -c '.[]'`)"
+        )
+
+    if next_char() != "[":
+        raise broken("at its start (it does not open with '[')")
+    pos += 1
+    index = 0
+    if next_char() == "]":
+        pos += 1
+    else:
+        while True:
+            if next_char() is None:
+                raise broken(f"after element {index} (the file ends before its closing ']')")
+            while True:
+                try:
+                    value, end = decoder.raw_decode(buf, pos)
+                except json.JSONDecodeError as exc:
+                    if len(buf) - pos > MAX_ELEMENT_BYTES or not more():
+                        raise broken(f"at element {index + 1} (not JSON: {exc.msg})") from exc
+                    continue
+                # A number cut at a chunk's end decodes too: read on until the value is followed.
+                if end == len(buf) and not eof and more():
+                    continue
+                break
+            pos = end
+            index += 1
+            yield index, value
+            char = next_char()
+            if char == ",":
+                pos += 1
+                continue
+            if char == "]":
+                pos += 1
+                break
+            found = "the end of the file" if char is None else repr(char)
+            raise broken(f"after element {index} (expected ',' or ']', found {found})")
+    if next_char() is not None:
+        raise broken(f"after its closing ']' (more follows after element {index})")
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[int, Any]]:
