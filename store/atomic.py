@@ -1,7 +1,9 @@
 """Atomic file writes: a temp file in the target folder, fsynced, then renamed.
 
 A reader sees the old file or the whole new one, never half of one; a crash
-leaves at most a `.tmp-*` file, which readers ignore.
+leaves at most a `.tmp-*` file, which readers ignore. The file ends with the
+mode any new file gets (0666 less the umask), not mkstemp's private 0600, so
+teammates can read a shared store; folders are made under the same umask.
 """
 
 from __future__ import annotations
@@ -20,6 +22,24 @@ import pyarrow.parquet as pq
 TMP_PREFIX = ".tmp-"
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it (Linux: /proc/self/status) where possible.
+
+    os.umask can only be read by setting it, which would briefly change it for
+    every thread; that is the fallback where /proc does not say.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(target: Path) -> Iterator[Path]:
     """Yield a temp path beside `target`; rename it onto `target` only if the block succeeds."""
@@ -29,6 +49,8 @@ def atomic_path(target: Path) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        # mkstemp made it 0600 (and a writer may have made it anew): the mode of any new file.
+        os.chmod(tmp, 0o666 & ~current_umask())
         with tmp.open("rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, target)
