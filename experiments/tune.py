@@ -39,9 +39,9 @@ from analysis.drift import session_drift
 from analysis.load import anchor_runs, equivalence_table, measured_cells
 from analysis.medians import lever_medians
 from experiments.decide import CHOSE, KEEP, SKIP, Decision, LeverConfig, TuneRules, choose_k, decide_change
-from grid.catalog import load_spec
+from grid.catalog import Catalog, catalog_of
 from grid.cells import EngineSpec
-from grid.compose import CONF_DIR, compose_config
+from grid.compose import CONF_DIR, check_keys, compose_config, searchpath_dirs
 from grid.errors import ConfigError, GridError
 from grid.expand import expand, to_config
 from grid.paths import project_path
@@ -76,10 +76,15 @@ class TuneConfig:
 
 
 def compose_tune(overrides: list[str]) -> TuneConfig:
+    """The tune's config; `hydra.searchpath=[file:///my/conf]` goes to every stage's grid config
+    (as does LEVER_GRID_CONF), so models, corpora and experiments come from the user's folders too."""
     ConfigStore.instance().store(name="tune_schema", node=TuneConfig)
+    searchpath = [o for o in overrides if o.startswith("hydra.searchpath=")]
+    _, rest = searchpath_dirs(overrides)
     try:
         with initialize_config_dir(config_dir=str(TUNE_CONF_DIR), version_base="1.3"):
-            cfg = compose(config_name="tune", overrides=list(overrides))
+            cfg = compose(config_name="tune", overrides=rest)
+        check_keys(OmegaConf.to_container(cfg, resolve=True), TuneConfig)
         tune = OmegaConf.to_object(cfg)
     except (HydraException, OmegaConfBaseException) as exc:
         first = "; ".join(line.strip() for line in str(exc).splitlines()[:2] if line.strip())
@@ -88,6 +93,7 @@ def compose_tune(overrides: list[str]) -> TuneConfig:
             "'grid_overrides=[\"grid.repeats=3\"]' (grid overrides quoted)"
         ) from exc
     assert isinstance(tune, TuneConfig)
+    tune.grid_overrides = [*searchpath, *tune.grid_overrides]
     unknown = [s for s in tune.stages if s not in STAGES]
     if unknown or tune.stages[:1] != ["van"]:
         raise ConfigError(f"stages must start with van and be among {', '.join(STAGES)}; got {tune.stages}")
@@ -132,6 +138,11 @@ class Tune:
         medians, _ = lever_medians(measured)
         drift, _ = session_drift(anchor_runs(con, set(measured["session_id"])))
         return medians, drift, equivalence_table(con)
+
+    @property
+    def catalog(self) -> Catalog:
+        """Where the stages' models, levers and corpora come from (user folders and given specs too)."""
+        return catalog_of(compose_config(self.base))
 
     @property
     def store(self) -> Path:
@@ -195,7 +206,7 @@ def procedure(t: Tune) -> LeverConfig:
             t.stage("w4a4", "grid.levers=[w4a4]")
             best = t.change("w4a4", best, t.uniform("w4a4", 0))
     if "dynk" in stages:
-        dynk = load_spec(LeverSpec, "dynk")
+        dynk = t.catalog.load(LeverSpec, "dynk")
         t.stage("dynk", "grid.levers=[dynk]")
         best = t.change("dynk", best, t.uniform("dynk", dynk.ks[0]))
     return best
@@ -243,7 +254,7 @@ def deploy_k(final: LeverConfig, final_corpus: str) -> int:
 def serve_command(t: Tune, final: LeverConfig) -> str:
     """The `vllm serve` command of the final configuration, environment included, as one shell line."""
     config = to_config(compose_config(t.base))
-    lever = load_spec(LeverSpec, final.lever)
+    lever = catalog_of(config).load(LeverSpec, final.lever)
     spec = EngineSpec(t.model, lever, deploy_k(final, t.cfg.final_corpus), config.engine)
     argv = serve_argv(
         spec, Endpoint("0.0.0.0", 8000, "${VLLM_API_KEY}"), project_path(config.paths.models_dir)
@@ -342,7 +353,9 @@ def decision_log(t: Tune, final: LeverConfig) -> str:
 def tune(overrides: list[str], console: Console | None = None, replay: bool = False) -> int:
     """Run the procedure (or, with replay, re-decide from a store that holds one tune's cells)."""
     cfg = compose_tune(overrides)
-    t = Tune(cfg, load_spec(ModelSpec, cfg.model), new_session_id(), console or make_console(), replay=replay)
+    grid_cfg = compose_config([f"experiment={cfg.experiment}", *cfg.grid_overrides])
+    model = catalog_of(grid_cfg).load(ModelSpec, cfg.model)
+    t = Tune(cfg, model, new_session_id(), console or make_console(), replay=replay)
     final = procedure(t)
     confirmation = confirm(t, final)
     out = write_outputs(t, final, confirmation)

@@ -2,39 +2,251 @@
 
 The compose API, not @hydra.main: no working-directory change, no output dirs,
 and every composition error becomes one ConfigError line before any launch.
+
+The user's config folders (`hydra.searchpath=[file:///my/conf]` on the command
+line, then `LEVER_GRID_CONF=/my/conf[:/other]`) are searched before the shipped
+conf/, by Hydra for experiments, engines, loads and clusters and by
+grid/catalog.py for models, levers and corpora: a file there with a shipped name
+replaces the shipped one. Every key of the composed config is checked against
+grid/schema.py, `+key=value` included, and every name it gives must exist.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+from dataclasses import is_dataclass
 from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints
 
 from hydra import compose, initialize_config_dir
-from hydra.errors import HydraException
+from hydra.core.config_search_path import SearchPathQuery
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException, MissingConfigException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from grid import schema
+from grid.catalog import CONF_DIR, GROUPS, KINDS, PLURAL, Catalog, activate, catalog_of, env_dirs, not_a_spec
 from grid.errors import ConfigError
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+__all__ = ["CONF_DIR", "compose_config", "pop_format", "user_conf_dirs"]
+
+# Hydra's config groups in conf/config.yaml's defaults list.
+CONFIG_GROUPS = ("cluster", "engine", "experiment", "load")
+SEARCHPATH = "hydra.searchpath="
+BAD = "bad config or override: "
+
+
+def searchpath_dirs(overrides: list[str]) -> tuple[list[Path], list[str]]:
+    """The folders of `hydra.searchpath=[file:///a,/b]` among `overrides`, and the other overrides."""
+    dirs, rest = [], []
+    for item in overrides:
+        if not item.startswith(SEARCHPATH):
+            rest.append(item)
+            continue
+        try:
+            value = OverridesParser.create().parse_overrides([item])[0].value()
+        except HydraException as exc:
+            raise ConfigError(f"bad override '{item}': {str(exc).splitlines()[0]}") from exc
+        for entry in value if isinstance(value, list) else [value]:
+            text = str(entry)
+            if text.startswith("file://"):
+                text = text.removeprefix("file://")
+            elif "://" in text:
+                raise ConfigError(
+                    f"hydra.searchpath: only folders are searched (file:///my/conf), not '{entry}'"
+                )
+            path = Path(text).expanduser().resolve()
+            if not path.is_dir():
+                raise ConfigError(f"hydra.searchpath names {entry}, which is not a folder")
+            dirs.append(path)
+    return dirs, rest
+
+
+def user_conf_dirs(overrides: list[str]) -> tuple[list[Path], list[str]]:
+    """User config folders in search order (command line, then LEVER_GRID_CONF), and the other overrides."""
+    dirs, rest = searchpath_dirs(overrides)
+    return list(dict.fromkeys([*dirs, *env_dirs()])), rest
 
 
 def compose_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR) -> DictConfig:
     """Return the resolved, read-only run config for `overrides` (e.g. ["experiment=smoke"])."""
     schema.register()
+    dirs, rest = user_conf_dirs(list(overrides or []))
+    if Path(conf_dir) != CONF_DIR:
+        dirs.append(Path(conf_dir))
+    files = Catalog((*dirs, CONF_DIR))
+    check_spec_group_overrides(rest, files)
     try:
-        with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=list(overrides or []))
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            search = GlobalHydra.instance().config_loader().get_search_path()
+            for path in dirs:
+                search.prepend("lever-grid user", f"file://{path}", anchor=SearchPathQuery(provider="main"))
+            # Any hydra.searchpath override makes Hydra build its sources again from the
+            # search path above; Hydra would put its own entries after conf/.
+            cfg = compose(config_name="config", overrides=[*rest, "hydra.searchpath=[]"])
         OmegaConf.resolve(cfg)
+    except MissingConfigException as exc:
+        raise missing_option(exc, files) from exc
     except (HydraException, OmegaConfBaseException) as exc:
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        first_line = "; ".join(lines[:2]) or type(exc).__name__
-        raise ConfigError(
-            f"bad config or override ({first_line}); "
-            f"check the names under {conf_dir} and the override syntax key=value"
-        ) from exc
+        raise composition_error(exc, files) from exc
+    check_config(cfg, dirs)
     OmegaConf.set_readonly(cfg, True)
+    activate(catalog_of(cfg))
     return cfg
+
+
+def check_config(cfg: DictConfig, dirs: list[Path]) -> None:
+    """Unknown keys (also those `+key=value` added), names that do not exist, bad given specs."""
+    check_keys(OmegaConf.to_container(cfg, resolve=True), schema.Config)
+    if cfg.paths.user_conf:
+        raise ConfigError(
+            "paths.user_conf is filled in from hydra.searchpath=[file:///my/conf] and "
+            "LEVER_GRID_CONF=/my/conf; name your folders there"
+        )
+    cfg.paths.user_conf = [str(d) for d in dirs]
+    check_names(cfg, catalog_of(cfg))
+
+
+def check_spec_group_overrides(overrides: list[str], files: Catalog) -> None:
+    """`model=tiny`, `+corpus=x`: Hydra would take these for config groups; say what is meant."""
+    for item in overrides:
+        key = item.lstrip("+~").split("=", 1)[0]
+        if key in GROUPS.values():
+            plural = PLURAL[key]
+            raise ConfigError(
+                f"'{item}': {plural} are named in grid.{plural}=[...] (known {plural}: "
+                f"{', '.join(files.names(key))}); to change one's field: +{key}.<name>.<field>=value"
+            )
+
+
+def missing_option(exc: MissingConfigException, files: Catalog) -> ConfigError:
+    """`experiment=nope`: the group's options in full (user folders' included)."""
+    missing = exc.missing_cfg_file or ""
+    if "/" not in missing or exc.options is None:
+        return composition_error(exc, files)
+    group, name = missing.rsplit("/", 1)
+    return ConfigError(
+        f"{BAD}unknown {group} '{name}': known {group}s are {', '.join(sorted(exc.options)) or 'none'} "
+        f"(files in {files.where(group)})"
+    )
+
+
+def composition_error(exc: Exception, files: Catalog) -> ConfigError:
+    """One line for a Hydra/OmegaConf error; an unknown key names the known ones instead of Hydra's hint."""
+    text = re.sub(r"\[(\d+)\]", r".\1", f"{exc}\n{exc.__cause__ or ''}")
+    where = re.match(r"In '([^']+)'", text)
+    in_file = f" (in {where.group(1)}.yaml)" if where else ""
+    override = re.search(r"(?:Could not override '|Error merging override \+*)([\w.]+)", text)
+    full_key = re.search(r"full_key: (\S+)", text)
+    typed = re.search(r"Key '([^']+)' not in '(\w+)'", text)
+    if typed and is_dataclass(tp := getattr(schema, typed.group(2), None)):
+        # The key itself (load.maxtokens=5), or one inside its value (cluster.nodes=[{cpu: 3}]).
+        unknown = typed.group(1)
+        if full_key and "." in full_key.group(1):
+            path = full_key.group(1).split(".")
+        elif override:
+            path = override.group(1).split(".")
+            path += [] if path[-1] == unknown else [unknown]
+        else:
+            fields_of = ", ".join(sorted(field_types(tp)))
+            return ConfigError(f"{BAD}unknown key '{unknown}': a {tp.__name__} has {fields_of}{in_file}")
+        return ConfigError(BAD + (key_problem(path, files) or unknown_key(path, tp)) + in_file)
+    key = override or full_key
+    if key and (problem := key_problem(key.group(1).split("."), files)):
+        return ConfigError(BAD + problem + in_file)
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    first_line = "; ".join(lines[:2]) or type(exc).__name__
+    return ConfigError(
+        f"bad config or override ({first_line}); "
+        f"check the names under {CONF_DIR} and the override syntax key=value"
+    )
+
+
+def field_types(tp: type) -> dict[str, Any]:
+    """A schema dataclass's fields and types; Config's model/lever/corpus hold specs by name."""
+    hints = get_type_hints(tp)
+    if tp is schema.Config:
+        hints |= {group: dict[str, kind] for kind, group in GROUPS.items()}
+    return hints
+
+
+def unknown_key(path: Iterable[str], tp: type) -> str:
+    *parent, last = path
+    key = ".".join([*parent, last])
+    known = ", ".join(sorted(field_types(tp)))
+    if not parent:
+        return (
+            f"unknown key '{key}': the config's keys are {known}, and its groups {', '.join(CONFIG_GROUPS)} "
+            "(grid/schema.py:Config)"
+        )
+    if len(parent) == 2 and parent[0] in KINDS:
+        return f"unknown key '{key}': a {parent[0]} has {known} (grid/schema.py:{tp.__name__})"
+    return f"unknown key '{key}': {'.'.join(parent)} has {known} (grid/schema.py:{tp.__name__})"
+
+
+def key_problem(path: list[str], files: Catalog) -> str | None:
+    """Why the dotted key `path` is none of the schema's, or None when it could be one."""
+    if len(path) == 2 and path[0] in KINDS and path[1] in field_types(KINDS[path[0]]):
+        return not_a_spec(path[0], path[1], "...", files.names(path[0]))
+    tp: Any = schema.Config
+    for i, part in enumerate(path):
+        if is_dataclass(tp):
+            types = field_types(tp)
+            if part not in types:
+                return unknown_key(path[: i + 1], tp)
+            tp = types[part]
+        elif get_origin(tp) in (dict, list):
+            tp = get_args(tp)[-1]
+        else:
+            return None
+    return None
+
+
+def check_keys(value: Any, tp: Any, path: tuple[str, ...] = ()) -> None:
+    """Every key of the composed `value` is a field of its schema type `tp`, at every depth."""
+    if is_dataclass(tp) and isinstance(value, dict):
+        types = field_types(tp)
+        for key, item in value.items():
+            if key not in types:
+                raise ConfigError(BAD + unknown_key((*path, key), tp))
+            check_keys(item, types[key], (*path, key))
+    elif get_origin(tp) is dict and isinstance(value, dict):
+        for key, item in value.items():
+            check_keys(item, get_args(tp)[1], (*path, str(key)))
+    elif get_origin(tp) is list and isinstance(value, list):
+        for index, item in enumerate(value):
+            check_keys(item, get_args(tp)[0], (*path, str(index)))
+
+
+def check_names(cfg: DictConfig, catalog: Catalog) -> None:
+    """Every model, lever and corpus the config names exists; every spec it gives is valid."""
+    grid = cfg.grid
+
+    def known(group: str, names: Iterable[str], where: str) -> None:
+        for name in names:
+            if name not in catalog.names(group):
+                if where == f"grid.{PLURAL[group]}":
+                    raise catalog.unknown(group, name)
+                raise ConfigError(
+                    f"{where} names {group} '{name}', which does not exist: {catalog.known(group)}"
+                )
+
+    for kind, group in GROUPS.items():
+        for name in cfg[group]:
+            catalog.load(kind, name)
+    known("model", grid.models, "grid.models")
+    known("lever", grid.levers, "grid.levers")
+    known("corpus", grid.corpora, "grid.corpora")
+    known("lever", grid.ks, "grid.ks")
+    known("corpus", grid.num_prompts, "grid.num_prompts")
+    known("corpus", grid.own_engine_corpora, "grid.own_engine_corpora")
+    known("model", cfg.plan.rates, "plan.rates")
+    for group in ("model", "lever", "corpus"):
+        if (name := grid.anchor[group]) is not None:
+            known(group, [name], f"grid.anchor.{group}")
 
 
 def pop_format(overrides: list[str]) -> tuple[str, list[str]]:

@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from grid.catalog import available, load_spec
+from grid.catalog import Catalog, active, catalog_of
 from grid.compose import compose_config, pop_format
 from grid.errors import ConfigError
 from grid.paths import project_path
@@ -25,9 +25,10 @@ COLUMNS = ("corpus", "endpoint", "prompts", "cap", "p50", "p90", "p99", "max", "
 NUMERIC = ("prompts", "cap", "p50", "p90", "p99", "max")
 
 
-def corpus_rows(data_dir: Path) -> list[dict[str, Any]]:
-    """One row per conf/corpus/*.yaml, as plain data."""
-    return [describe(load_spec(CorpusSpec, name), data_dir) for name in available("corpus")]
+def corpus_rows(data_dir: Path, catalog: Catalog | None = None) -> list[dict[str, Any]]:
+    """One row per corpus of the catalog (user folders, conf/corpus/, the config's own), as plain data."""
+    catalog = catalog or active()
+    return [describe(catalog.load(CorpusSpec, name), data_dir) for name in catalog.names("corpus")]
 
 
 def describe(spec: CorpusSpec, data_dir: Path) -> dict[str, Any]:
@@ -44,7 +45,8 @@ def describe(spec: CorpusSpec, data_dir: Path) -> dict[str, Any]:
         row["licenses"] = ", ".join(licenses) if len(licenses) <= 2 else f"{len(licenses)} kinds"
         return row
     if not path.exists():
-        return row | {"state": "missing: run `make assets`", "licenses": spec.license}
+        fix = "run `make assets`" if not Path(spec.path).is_absolute() else "no such file"
+        return row | {"state": f"missing: {fix}", "licenses": spec.license}
     from workers.prompts import read_corpus  # reads the whole trace; only for files without meta
 
     try:
@@ -58,7 +60,8 @@ def describe(spec: CorpusSpec, data_dir: Path) -> dict[str, Any]:
 def corpus(overrides: list[str], console: Console | None = None) -> int:
     """Print the table, or JSON with `format=json` (like `plan`)."""
     fmt, rest = pop_format(overrides)
-    rows = corpus_rows(project_path(compose_config(rest).paths.data_dir))
+    cfg = compose_config(rest)
+    rows = corpus_rows(project_path(cfg.paths.data_dir), catalog_of(cfg))
     if fmt == "json":
         print(json.dumps(rows, indent=2))
         return 0

@@ -1,15 +1,13 @@
-"""Expand a composed config into cells. Pure: no Ray, no processes, no I/O but conf/."""
+"""Expand a composed config into cells. Pure: no Ray, no processes, no I/O but the config folders."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from grid.catalog import load_spec
+from grid.catalog import Catalog, catalog_of
 from grid.cells import REFERENCE_LEVER, Cell, EngineSpec, drafts_from_history
-from grid.compose import CONF_DIR
 from grid.errors import ConfigError
 from grid.schema import ClusterSpec, Config, CorpusSpec, GridSpec, LeverSpec, LoadSpec, ModelSpec
 
@@ -157,18 +155,21 @@ def van_replicates(cells: list[Cell], config: Config, corpora: list[CorpusSpec])
     ]
 
 
-def expand_all(config: Config, conf_dir: Path = CONF_DIR) -> Expansion:
+def expand_all(config: Config, catalog: Catalog | None = None) -> Expansion:
     """All cells of the grid plus the skipped combinations.
 
     Order: repeat, then engine spec (model, lever, K; reversed on odd repeats),
     then corpus, when repeats are interleaved; engine spec, repeat, corpus
-    when they share one launch. Cells of one launch are adjacent.
+    when they share one launch. Cells of one launch are adjacent. Specs come
+    from `catalog`, by default the config's own (its user folders, conf/, the
+    specs it gives: grid/catalog.py).
     """
     validate(config)
     grid = config.grid
-    models = [load_spec(ModelSpec, name, conf_dir) for name in grid.models]
-    levers = [load_spec(LeverSpec, name, conf_dir) for name in grid.levers]
-    corpora = [load_spec(CorpusSpec, name, conf_dir) for name in grid.corpora]
+    catalog = catalog or catalog_of(config)
+    models = [catalog.load(ModelSpec, name) for name in grid.models]
+    levers = [catalog.load(LeverSpec, name) for name in grid.levers]
+    corpora = [catalog.load(CorpusSpec, name) for name in grid.corpora]
     loads = {corpus.name: corpus_load(config, corpus.name) for corpus in corpora}
     specs, skipped = [], []
     for model in models:
@@ -207,6 +208,6 @@ def expand_all(config: Config, conf_dir: Path = CONF_DIR) -> Expansion:
     return Expansion(cells, skipped)
 
 
-def expand(config: Config, conf_dir: Path = CONF_DIR) -> list[Cell]:
+def expand(config: Config, catalog: Catalog | None = None) -> list[Cell]:
     """The runnable cells of the grid (see expand_all for the skipped ones)."""
-    return expand_all(config, conf_dir).cells
+    return expand_all(config, catalog).cells

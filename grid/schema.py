@@ -202,6 +202,10 @@ class PathsConfig:
     cache_dir: str = ".cache"
     data_dir: str = ".cache/data"
     models_dir: str = ".cache/models"
+    # The user's config folders, searched before the shipped conf/ (a file there
+    # with a shipped name replaces it): filled in by grid.compose from
+    # hydra.searchpath=[file:///my/conf] and LEVER_GRID_CONF=/my/conf[:/other].
+    user_conf: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -334,6 +338,13 @@ class Config:
     gates: GateConfig = field(default_factory=GateConfig)
     # Tag every stored row with this; None = a fresh id per launch.
     session_id: str | None = None
+    # Specs given in the run config, by name: fields merged over conf/<group>/<name>.yaml,
+    # or a whole spec where there is no such file; checked against ModelSpec, LeverSpec,
+    # CorpusSpec (grid/catalog.py). `+corpus.code_complete.skip_bad_rows=true`,
+    # `+corpus.mytrace.path=/data/trace.jsonl`, `+model.deepseek_r1.tp=16`.
+    model: dict[str, Any] = field(default_factory=dict)
+    lever: dict[str, Any] = field(default_factory=dict)
+    corpus: dict[str, Any] = field(default_factory=dict)
 
 
 def register() -> None:
