@@ -41,7 +41,7 @@ from analysis.medians import lever_medians
 from experiments.decide import CHOSE, KEEP, SKIP, Decision, LeverConfig, TuneRules, choose_k, decide_change
 from grid.catalog import Catalog, catalog_of
 from grid.cells import EngineSpec
-from grid.compose import CONF_DIR, check_keys, compose_config, searchpath_dirs
+from grid.compose import CONF_DIR, check_keys, compose_config, searchpath_dirs, unknown_key_error
 from grid.errors import ConfigError, GridError
 from grid.expand import expand, to_config
 from grid.paths import project_path
@@ -87,6 +87,8 @@ def compose_tune(overrides: list[str]) -> TuneConfig:
         check_keys(OmegaConf.to_container(cfg, resolve=True), TuneConfig)
         tune = OmegaConf.to_object(cfg)
     except (HydraException, OmegaConfBaseException) as exc:
+        if problem := unknown_key_error(exc, Catalog(), TuneConfig):
+            raise ConfigError(f"bad tune config or override: {problem}") from exc
         first = "; ".join(line.strip() for line in str(exc).splitlines()[:2] if line.strip())
         raise ConfigError(
             f"bad tune config or override ({first}); e.g. model=tiny corpora=[a,b] "

@@ -17,7 +17,9 @@ from grid.errors import GridError
 
 USAGE = (
     "usage: python -m grid {run,status,plan,simulate,summary,corpus,report} [key=value ...]"
-    "  (e.g. experiment=smoke; status --quick)"
+    "  (e.g. experiment=smoke; status --quick)\n"
+    "your own config folders: hydra.searchpath=[file:///my/conf] or LEVER_GRID_CONF=/my/conf[:/other];"
+    " your own corpus in one line: grid.corpora=[mine] +corpus.mine.path=/data/trace.jsonl"
 )
 
 

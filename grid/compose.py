@@ -13,6 +13,7 @@ grid/schema.py, `+key=value` included, and every name it gives must exist.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Iterable
 from dataclasses import is_dataclass
@@ -30,6 +31,7 @@ from omegaconf.errors import OmegaConfBaseException
 from grid import schema
 from grid.catalog import CONF_DIR, GROUPS, KINDS, PLURAL, Catalog, activate, catalog_of, env_dirs, not_a_spec
 from grid.errors import ConfigError
+from grid.paths import PROJECT_ROOT
 
 __all__ = ["CONF_DIR", "compose_config", "pop_format", "user_conf_dirs"]
 
@@ -136,13 +138,29 @@ def missing_option(exc: MissingConfigException, files: Catalog) -> ConfigError:
 
 def composition_error(exc: Exception, files: Catalog) -> ConfigError:
     """One line for a Hydra/OmegaConf error; an unknown key names the known ones instead of Hydra's hint."""
+    if problem := unknown_key_error(exc, files):
+        return ConfigError(BAD + problem)
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    first_line = "; ".join(lines[:2]) or type(exc).__name__
+    return ConfigError(
+        f"bad config or override ({first_line}); "
+        f"check the names under {CONF_DIR} and the override syntax key=value"
+    )
+
+
+def unknown_key_error(exc: Exception, files: Catalog, root: type = schema.Config) -> str | None:
+    """The unknown key behind a composition error, with the known ones (None: some other error).
+
+    Hydra's "Could not override 'load.maxtokens'" suggests `+load.maxtokens=...`, which
+    check_keys rejects as well: say what the schema has instead.
+    """
     text = re.sub(r"\[(\d+)\]", r".\1", f"{exc}\n{exc.__cause__ or ''}")
     where = re.match(r"In '([^']+)'", text)
     in_file = f" (in {where.group(1)}.yaml)" if where else ""
     override = re.search(r"(?:Could not override '|Error merging override \+*)([\w.]+)", text)
     full_key = re.search(r"full_key: (\S+)", text)
     typed = re.search(r"Key '([^']+)' not in '(\w+)'", text)
-    if typed and is_dataclass(tp := getattr(schema, typed.group(2), None)):
+    if typed and (tp := schema_types(root).get(typed.group(2))):
         # The key itself (load.maxtokens=5), or one inside its value (cluster.nodes=[{cpu: 3}]).
         unknown = typed.group(1)
         if full_key and "." in full_key.group(1):
@@ -152,17 +170,28 @@ def composition_error(exc: Exception, files: Catalog) -> ConfigError:
             path += [] if path[-1] == unknown else [unknown]
         else:
             fields_of = ", ".join(sorted(field_types(tp)))
-            return ConfigError(f"{BAD}unknown key '{unknown}': a {tp.__name__} has {fields_of}{in_file}")
-        return ConfigError(BAD + (key_problem(path, files) or unknown_key(path, tp)) + in_file)
+            return f"unknown key '{unknown}': a {tp.__name__} has {fields_of}{in_file}"
+        return (key_problem(path, files, root) or unknown_key(path, tp)) + in_file
     key = override or full_key
-    if key and (problem := key_problem(key.group(1).split("."), files)):
-        return ConfigError(BAD + problem + in_file)
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    first_line = "; ".join(lines[:2]) or type(exc).__name__
-    return ConfigError(
-        f"bad config or override ({first_line}); "
-        f"check the names under {CONF_DIR} and the override syntax key=value"
-    )
+    if key and (problem := key_problem(key.group(1).split("."), files, root)):
+        return problem + in_file
+    return None
+
+
+def schema_types(root: type) -> dict[str, type]:
+    """Every dataclass reachable from `root`'s fields, by class name."""
+    found: dict[str, type] = {}
+
+    def visit(tp: Any) -> None:
+        if is_dataclass(tp) and isinstance(tp, type) and tp.__name__ not in found:
+            found[tp.__name__] = tp
+            for sub in field_types(tp).values():
+                visit(sub)
+        for arg in get_args(tp):
+            visit(arg)
+
+    visit(root)
+    return found
 
 
 def field_types(tp: type) -> dict[str, Any]:
@@ -173,25 +202,35 @@ def field_types(tp: type) -> dict[str, Any]:
     return hints
 
 
+def schema_file(tp: type) -> str:
+    """Where a schema dataclass is defined, relative to the project (experiments/tune.py, not __main__)."""
+    path = Path(inspect.getsourcefile(tp) or tp.__module__)
+    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
+
+
 def unknown_key(path: Iterable[str], tp: type) -> str:
     *parent, last = path
     key = ".".join([*parent, last])
     known = ", ".join(sorted(field_types(tp)))
+    source = f"{schema_file(tp)}:{tp.__name__}"
+    if not parent and tp is not schema.Config:
+        return f"unknown key '{key}': the config's keys are {known} ({source})"
     if not parent:
         return (
             f"unknown key '{key}': the config's keys are {known}, and its groups {', '.join(CONFIG_GROUPS)} "
             "(grid/schema.py:Config)"
         )
     if len(parent) == 2 and parent[0] in KINDS:
-        return f"unknown key '{key}': a {parent[0]} has {known} (grid/schema.py:{tp.__name__})"
-    return f"unknown key '{key}': {'.'.join(parent)} has {known} (grid/schema.py:{tp.__name__})"
+        return f"unknown key '{key}': a {parent[0]} has {known} ({source})"
+    return f"unknown key '{key}': {'.'.join(parent)} has {known} ({source})"
 
 
-def key_problem(path: list[str], files: Catalog) -> str | None:
-    """Why the dotted key `path` is none of the schema's, or None when it could be one."""
-    if len(path) == 2 and path[0] in KINDS and path[1] in field_types(KINDS[path[0]]):
+def key_problem(path: list[str], files: Catalog, root: type = schema.Config) -> str | None:
+    """Why the dotted key `path` is none of `root`'s, or None when it could be one."""
+    spec_field = len(path) == 2 and path[0] in KINDS and path[1] in field_types(KINDS[path[0]])
+    if root is schema.Config and spec_field:
         return not_a_spec(path[0], path[1], "...", files.names(path[0]))
-    tp: Any = schema.Config
+    tp: Any = root
     for i, part in enumerate(path):
         if is_dataclass(tp):
             types = field_types(tp)

@@ -123,6 +123,10 @@ def test_the_run_config_cannot_set_the_user_folders_itself():
     assert "LEVER_GRID_CONF" in message("paths.user_conf=[/x]")
 
 
-def test_tune_rejects_unknown_keys_with_plus():
-    with pytest.raises(ConfigError, match=r"unknown key 'sufix_k'"):
-        compose_tune(["model=tiny", "+sufix_k=4"])
+@pytest.mark.parametrize("form", ["", "+"])
+def test_tune_rejects_unknown_keys_with_or_without_plus(form):
+    with pytest.raises(ConfigError) as info:
+        compose_tune(["model=tiny", f"{form}sufix_k=4"])
+    text = str(info.value)
+    assert "unknown key 'sufix_k': the config's keys are confirm_seed, corpora, " in text
+    assert "(experiments/tune.py:TuneConfig)" in text and "+sufix_k" not in text
