@@ -8,88 +8,116 @@ from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from grid.anchor import anchor_cells
 from grid.compose import compose_config, pop_format
 from grid.cost import GroupCost, group_cost, launch_order
-from grid.errors import ConfigError
 from grid.expand import expand_all, to_config
-from grid.paths import project_path
-from grid.plan import EngineGroup, group_by_engine
-from grid.prompt_audit import audit_groups, corpus_rows
-from grid.schema import Config
+from grid.plan import group_by_engine
+from grid.preflight import Inspection, check_config, inspect
+from grid.prompt_audit import corpus_rows
 
 
 def plan_summary(overrides: list[str]) -> dict[str, Any]:
-    """The plan of the grid `overrides` describe, as plain data."""
+    """The plan of the grid `overrides` describe, as plain data.
+
+    Counts what `run` would launch on an empty store: the grid's engine groups
+    and, with grid.anchor.enabled, the drift anchor's two launches (first and
+    last). Reads the corpora as `run` does; what would stop `run` before launch
+    (missing or unreadable corpora, prompts too long for the context, weights
+    not here, an unwritable store) is listed under `warnings`.
+    """
     config = to_config(compose_config(overrides))
+    check_config(config, command="plan")
     expansion = expand_all(config)
     groups = group_by_engine(expansion.cells)
+    anchors = anchor_cells(config)
+    anchor_groups = [g for cell in anchors for g in group_by_engine([cell])] if anchors else []
     costs = [group_cost(g, config.plan) for g in groups]
+    anchor_costs = [group_cost(g, config.plan) for g in anchor_groups]
     by_model: dict[str, list[GroupCost]] = defaultdict(list)
     for cost in costs:
         by_model[cost.group.spec.model.name].append(cost)
-    bundles = [
-        {
-            "model": model,
-            "gpus": group_costs[0].group.gpus,
-            "engine_launches": len(group_costs),
-            "cells": sum(len(c.group.cells) for c in group_costs),
-            "levers": sorted({c.group.spec.label.split("/", 1)[1] for c in group_costs}),
-            "gpu_hours": sum(c.gpu_s for c in group_costs) / 3600,
-            "rate_tok_per_s": group_costs[0].rate_tok_per_s,
-            "rate_source": group_costs[0].rate_source,
-        }
-        for model, group_costs in by_model.items()
-    ]
+    anchors_by_model: dict[str, list[GroupCost]] = defaultdict(list)
+    for cost in anchor_costs:
+        anchors_by_model[cost.group.spec.model.name].append(cost)
+    bundles = []
+    for model in list(by_model) + [m for m in anchors_by_model if m not in by_model]:
+        group_costs, anchor_group_costs = by_model[model], anchors_by_model[model]
+        first = (group_costs or anchor_group_costs)[0]
+        bundles.append(
+            {
+                "model": model,
+                "gpus": first.group.gpus,
+                "engine_launches": len(group_costs) + len(anchor_group_costs),
+                "anchor_launches": len(anchor_group_costs),
+                "cells": sum(len(c.group.cells) for c in group_costs),
+                "levers": sorted({c.group.spec.label.split("/", 1)[1] for c in group_costs}),
+                "gpu_hours": sum(c.gpu_s for c in (*group_costs, *anchor_group_costs)) / 3600,
+                "rate_tok_per_s": first.rate_tok_per_s,
+                "rate_source": first.rate_source,
+            }
+        )
+    phases = [anchor_groups[:1], launch_order(groups, config.plan), anchor_groups[1:]]
+    found = inspect(config, [g for phase in phases for g in phase], create_store=False)
     return {
         "experiment": config.name,
         "cluster": config.cluster.name,
         "cells": len(expansion.cells),
-        "engine_launches": len(costs),
-        "gpu_hours": sum(c.gpu_s for c in costs) / 3600,
+        "engine_launches": len(costs) + len(anchor_costs),
+        "anchor_launches": len(anchor_costs),
+        "gpu_hours": sum(c.gpu_s for c in (*costs, *anchor_costs)) / 3600,
         "bundles": bundles,
         "skipped": [asdict(s) for s in expansion.skipped],
-        "corpora": prompt_rows(groups, config),
+        "corpora": prompt_rows(found),
+        "prompt_fit": [fit.row() for fit in found.fits],
+        "warnings": found.problems,
         "cost_model": {
             "formula": "(engine_start_s + (num_prompts + warmup_requests) x max_tokens x output_fill "
-            "/ rate per cell) x gpus",
+            "/ rate per cell) x gpus; the drift anchor's two launches (grid.anchor) included",
             **asdict(config.plan),
             "load": asdict(config.load),
         },
     }
 
 
-def prompt_rows(groups: list[EngineGroup], config: Config) -> list[dict[str, Any]]:
-    """Per corpus: distinct prompts available, warm-up and measured per cell, repeated measured prompts.
+def prompt_rows(found: Inspection) -> list[dict[str, Any]]:
+    """Per corpus: distinct prompts, warm-up and measured per cell, repeated measured prompts, skipped
+    bad rows, prompts too long for the context; a corpus that cannot be read is a row with its error.
 
-    Read from the corpus files as `run` would send them (grid/prompt_audit.py);
-    a corpus not built here reads as an error row instead of stopping the plan.
+    Read from the corpus files as `run` would send them (grid/prompt_audit.py).
     """
-    try:
-        audit = audit_groups(
-            groups, project_path(config.paths.data_dir), config.gates.equivalence.probe_prompts
-        )
-    except ConfigError as exc:
-        return [{"corpus": None, "error": str(exc)}]
-    return corpus_rows(audit)
+    rows = corpus_rows(found.audit, found.corpora)
+    too_long: dict[str, int] = defaultdict(int)
+    for fit in found.fits:
+        too_long[fit.corpus] = max(too_long[fit.corpus], fit.too_long)
+    for row in rows:
+        if not row.get("error"):
+            row["too_long"] = too_long.get(str(row["corpus"]), 0)
+    return rows
 
 
 def render_corpora(rows: list[dict[str, Any]], console: Console) -> None:
-    if rows and rows[0].get("error"):
-        console.print(f"[yellow]corpora not read:[/] {rows[0]['error']}")
-        return
-    table = Table(title="prompts per corpus (every measured prompt new to its engine)")
-    for header in ("corpus", "distinct", "warm-up", "measured", "repeated"):
+    table = Table(title="prompts per corpus (every measured prompt new to its engine, every prompt fits)")
+    for header in ("corpus", "distinct", "warm-up", "measured", "repeated", "bad rows skipped", "too long"):
         table.add_column(header, justify="left" if header == "corpus" else "right")
     for row in rows:
-        reused = int(row["prompts_reused"])
+        if row.get("error"):
+            table.add_row(str(row["corpus"]), "[red]unreadable[/]", "", "", "", "", "")
+            continue
+        reused, skipped, too_long = (
+            int(row.get(k) or 0) for k in ("prompts_reused", "skipped_rows", "too_long")
+        )
         table.add_row(
             str(row["corpus"]),
             str(row["distinct_prompts"]),
             str(row["warmup"]),
             str(row["measured"]),
             f"[red]{reused}[/]" if reused else "0",
+            f"[yellow]{skipped}[/]" if skipped else "0",
+            f"[red]{too_long}[/]" if too_long else "0",
         )
     console.print(table)
 
@@ -113,9 +141,11 @@ def render_plan(summary: dict[str, Any], console: Console) -> None:
         "* expected output tok/s per engine: the model file's expected_tok_per_s; "
         "† plan.rates or plan.default_tok_per_s"
     )
+    anchor = summary["anchor_launches"]
     console.print(
-        f"{summary['cells']} cells on {summary['engine_launches']} engine launches, "
-        f"{summary['gpu_hours']:,.1f} GPU-hours estimated"
+        f"{summary['cells']} cells on {summary['engine_launches']} engine launches"
+        + (f" ({anchor} of them the drift anchor's)" if anchor else "")
+        + f", {summary['gpu_hours']:,.1f} GPU-hours estimated"
     )
     by_reason: dict[tuple[str, str], list[str]] = defaultdict(list)
     for skip in summary["skipped"]:
@@ -126,6 +156,8 @@ def render_plan(summary: dict[str, Any], console: Console) -> None:
         f"cost model: {summary['cost_model']['formula']}; override a rate with +plan.rates.<model>=<tok/s>"
     )
     render_corpora(summary["corpora"], console)
+    for warning in summary["warnings"]:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
 
 
 def plan(overrides: list[str], console: Console | None = None) -> int:
@@ -146,6 +178,7 @@ def simulate_plan(overrides: list[str], console: Console | None = None) -> dict[
 
     console = console or Console()
     config = to_config(compose_config(overrides))
+    check_config(config, command="simulate")
     node_gpus = [node.gpus for node in config.cluster.nodes for _ in range(node.count)]
     if not node_gpus:
         raise ConfigError(

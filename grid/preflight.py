@@ -1,41 +1,220 @@
-"""Checks that need the filesystem, done before anything is launched."""
+"""Checks done before anything is launched: each problem one line that names it and the fix.
+
+Two stages, so that every problem shows at once wherever that is cheap:
+
+- check_config (no files but conf/): run.mode, run.max_attempts, the cluster's
+  nodes, every model's tensor-parallel size against the engine and the
+  cluster, load.max_tokens against engine.max_model_len. `run`, `plan` and
+  `simulate` call it before expanding the grid.
+- inspect / check_before_launch (the filesystem): every model's weights,
+  engine command and plugin, the store (a temp file created and removed in
+  it), every corpus read once (grid/prompt_audit.py), every prompt a cell
+  sends against its engine's context (grid/prompt_fit.py), and measured
+  prompts that would not be new to their engine. `run` stops on any of them
+  before Ray or an engine starts; `plan` shows them as warnings.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from grid.catalog import load_spec
 from grid.cells import Cell
 from grid.errors import ConfigError
+from grid.paths import project_path
+from grid.plan import EngineGroup
+from grid.prompt_audit import (
+    CellPrompts,
+    CorpusKey,
+    CorpusRead,
+    SentKey,
+    audit_groups,
+    read_corpora,
+    repeat_problems,
+)
+from grid.prompt_fit import Fit, FitJob, fits, hub_snapshot, is_hub_id, local_tokenizer
+from grid.schema import Config, ModelSpec
+
+RUN_MODES = ("resume", "failed", "all")
 
 
-def check_inputs(cells: list[Cell], models_dir: Path) -> None:
-    """Every local model folder and engine command exists.
+def raise_problems(problems: list[str], stopped: str = "the run before any engine starts") -> None:
+    """One ConfigError: the problem itself, or a count and one line each."""
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
+    if problems:
+        raise ConfigError(f"{len(problems)} problems stop {stopped}:\n  " + "\n  ".join(problems))
 
-    The corpora are read once, right after, by the prompt audit (grid/prompt_audit.py):
-    a malformed row stops the run there, before any engine starts.
+
+# --- stage 1: the configuration alone -----------------------------------------------------------
+
+
+def config_problems(config: Config, conf_dir: Path | None = None) -> list[str]:
+    """Settings that cannot run, from the configuration alone (no corpora, weights or store read).
+
+    Model files come from `conf_dir`, or by default wherever grid/catalog.py finds them.
     """
-    seen: set[str] = set()
+    problems = []
+    if config.run.mode not in RUN_MODES:
+        problems.append(f"run.mode must be one of {', '.join(RUN_MODES)}, got '{config.run.mode}'")
+    if config.run.max_attempts < 1:
+        problems.append(f"run.max_attempts must be >= 1, got {config.run.max_attempts}")
+    engine, load = config.engine, config.load
+    if load.max_tokens >= engine.max_model_len:
+        problems.append(
+            f"load.max_tokens {load.max_tokens:,} leaves no room for a prompt in engine.max_model_len "
+            f"{engine.max_model_len:,} (vLLM rejects a request whose prompt tokens + max_tokens exceed it, "
+            f"so every request would fail); raise engine.max_model_len above {load.max_tokens:,} or lower "
+            f"load.max_tokens below {engine.max_model_len:,}"
+        )
+    cluster_problems, largest = node_problems(config)
+    problems += cluster_problems
+    failing = []
+    for name in model_names(config):
+        try:
+            model = load_spec(ModelSpec, name) if conf_dir is None else load_spec(ModelSpec, name, conf_dir)
+        except ConfigError as exc:
+            problems.append(str(exc))
+            continue
+        if (reason := tp_problem(model, config, largest)) is not None:
+            failing.append((model, reason))
+    problems += [f"model '{model.name}' {reason}" for model, reason in failing]
+    return problems
+
+
+def model_names(config: Config) -> list[str]:
+    """The grid's models and the drift anchor's, each once."""
+    names = list(dict.fromkeys(config.grid.models))
+    anchor = config.grid.anchor
+    if anchor.enabled and anchor.model and anchor.model not in names:
+        names.append(anchor.model)
+    return names
+
+
+def node_problems(config: Config) -> tuple[list[str], int | None]:
+    """Problems with the cluster's node list, and the GPUs of its largest node (None: not described).
+
+    An entry with `count: 0` describes no node and is left out of the fit check;
+    a list of such entries only describes no cluster at all, which is an error.
+    """
+    cluster = config.cluster
+    problems = [
+        f"cluster '{cluster.name}': node entry {i + 1} has count {node.count} and gpus {node.gpus}; "
+        "both must be >= 0"
+        for i, node in enumerate(cluster.nodes)
+        if node.count < 0 or node.gpus < 0
+    ]
+    counted = [node for node in cluster.nodes if node.count > 0]
+    if cluster.nodes and not counted:
+        problems.append(
+            f"cluster '{cluster.name}' lists node entries but every one has count 0, so it describes no "
+            "node; give an entry count >= 1, or use cluster=local for whatever Ray finds"
+        )
+    return problems, max((node.gpus for node in counted), default=None)
+
+
+def tp_problem(model: ModelSpec, config: Config, largest: int | None) -> str | None:
+    """Why `model`'s tensor-parallel size cannot run on this engine and cluster, or None."""
+    if model.tp < 1:
+        return f"has tp {model.tp}; tp must be >= 1 (its conf/model file)"
+    if not config.ray.use_gpus:
+        if model.tp > 1:
+            return (
+                f"needs {model.tp} GPUs (tp {model.tp}) but engines here get none (ray.use_gpus=false, "
+                "e.g. the CPU engine), where only tp 1 runs; pick a model with tp 1 (e.g. "
+                "grid.models=[tiny]) or run on GPUs (engine=gpu ray.use_gpus=true)"
+            )
+        return None
+    if largest is not None and model.tp > largest:
+        return (
+            f"needs {model.tp} GPUs on one node but the largest node of cluster '{config.cluster.name}' "
+            f"has {largest}; pick another cluster or lower its tp"
+        )
+    return None
+
+
+def check_config(config: Config, conf_dir: Path | None = None, command: str = "run") -> None:
+    """Stop on every problem config_problems finds, all at once."""
+    stopped = "the run before any engine starts" if command == "run" else f"`{command}`"
+    raise_problems(config_problems(config, conf_dir), stopped)
+
+
+# --- stage 2: the filesystem --------------------------------------------------------------------
+
+
+def input_problems(
+    cells: list[Cell], models_dir: Path, cache_dir: Path | None = None, use_gpus: bool = True
+) -> list[str]:
+    """Every model's weights, every engine command and plugin the cells need; one line each.
+
+    Engines run offline (HF_HUB_OFFLINE=1, their Hugging Face cache under
+    <cache_dir>/hf). Without GPUs (ray.use_gpus=false, the CPU engine) they run
+    on this machine, so a hub id must already be in that cache; a GPU cluster's
+    nodes hold their own copies, which this machine cannot see.
+    """
+    problems: dict[str, str] = {}
+    weights: set[str] = set()
     for cell in cells:
-        model = cell.engine_spec.model
-        if "{models_dir}" in model.path and model.name not in seen:
-            path = Path(model.path.replace("{models_dir}", str(models_dir)))
-            if not (path / "config.json").is_file():
-                raise ConfigError(f"model '{model.name}' has no weights at {path}; run `make assets`")
-        seen.add(model.name)
-        check_plugin(cell)
+        model, path = cell.engine_spec.model, model_weights(cell)
+        if path not in weights:
+            weights.add(path)
+            if (reason := weights_problem(model, path, models_dir, cache_dir, use_gpus)) is not None:
+                problems[f"weights:{path}"] = reason
         command = cell.engine_spec.engine.command
         if not command:
-            raise ConfigError("engine.command is empty; e.g. engine.command=[vllm,serve]")
-        if command[0] != "{python}" and shutil.which(command[0]) is None:
-            raise ConfigError(f"engine command '{command[0]}' not found on PATH; set engine.command")
+            problems["command"] = "engine.command is empty; e.g. engine.command=[vllm,serve]"
+        elif command[0] != "{python}" and shutil.which(command[0]) is None:
+            problems["command"] = f"engine command '{command[0]}' not found on PATH; set engine.command"
+        if (plugin := plugin_problem(cell)) is not None:
+            problems.setdefault(f"plugin:{cell.engine_spec.lever.name}", plugin)
+    return list(problems.values())
+
+
+def model_weights(cell: Cell) -> str:
+    """The weights the engine loads: the quantised variant for levers that ask for it."""
+    spec = cell.engine_spec
+    return (spec.model.quantized_variant if spec.lever.quantized else None) or spec.model.path
+
+
+def weights_problem(
+    model: ModelSpec, path: str, models_dir: Path, cache_dir: Path | None, use_gpus: bool
+) -> str | None:
+    if "{models_dir}" in path:
+        folder = Path(path.replace("{models_dir}", str(models_dir)))
+        if not (folder / "config.json").is_file():
+            return f"model '{model.name}' has no weights at {folder}; run `make assets`"
+        return None
+    if Path(path).is_absolute():
+        if not (Path(path) / "config.json").is_file() and not use_gpus:
+            return f"model '{model.name}' has no weights at {path} (no config.json); fix its path"
+        return None
+    if use_gpus or cache_dir is None or not is_hub_id(path):
+        return None
+    if hub_snapshot(path, cache_dir, "config.json") is not None:
+        return None
+    return (
+        f"model '{model.name}' names hub id '{path}', but engines run offline (HF_HUB_OFFLINE=1) and it is "
+        f"not in their cache ({cache_dir / 'hf' / 'hub'}); put its weights in a folder and point `path` in "
+        f"conf/model/{model.name}.yaml at it, or pick a model with local weights (e.g. grid.models=[tiny])"
+    )
+
+
+def check_inputs(
+    cells: list[Cell], models_dir: Path, cache_dir: Path | None = None, use_gpus: bool = True
+) -> None:
+    """Every local model folder, engine command and plugin exists (all problems at once)."""
+    raise_problems(input_problems(cells, models_dir, cache_dir, use_gpus))
 
 
 PLUGIN_GROUP = "vllm.general_plugins"
 
 
-def check_plugin(cell: Cell) -> None:
+def plugin_problem(cell: Cell) -> str | None:
     """A lever that needs a vLLM plugin must find it installed beside the engine.
 
     Checked only for engines run with the harness's own interpreter ({python});
@@ -43,11 +222,104 @@ def check_plugin(cell: Cell) -> None:
     """
     plugin = cell.engine_spec.lever.requires_plugin
     if plugin is None or cell.engine_spec.engine.command[:1] != ["{python}"]:
-        return
+        return None
     installed = {ep.name for ep in entry_points(group=PLUGIN_GROUP)}
     if plugin not in installed:
-        raise ConfigError(
+        return (
             f"lever '{cell.engine_spec.lever.name}' needs the vLLM plugin '{plugin}' "
             f"(entry point group {PLUGIN_GROUP}), which is not installed; without it the "
             "lever would silently measure plain suffix decoding"
         )
+    return None
+
+
+def check_plugin(cell: Cell) -> None:
+    if (problem := plugin_problem(cell)) is not None:
+        raise ConfigError(problem)
+
+
+def store_problem(root: Path, create: bool) -> str | None:
+    """Why the store at `root` cannot be written, or None.
+
+    Probed by creating and removing a temp file in it. With `create` (run) a
+    missing folder is made first; without (plan) nothing is left behind: a
+    missing folder is probed by making and removing a temp folder where it would go.
+    """
+    fix = "point paths.store at a folder you can write (e.g. paths.store=results)"
+    existing = root
+    while not existing.is_dir() and not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        return f"paths.store {root}: {existing} is a file, not a folder; {fix}"
+    try:
+        if create:
+            root.mkdir(parents=True, exist_ok=True)
+        if root.is_dir():
+            handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=root)
+            os.close(handle)
+            os.unlink(probe)
+        else:
+            os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=existing))
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        if not create and not root.is_dir():
+            reason = f"making it in {existing}: {reason}"
+        return f"paths.store {root} cannot be written ({reason}); {fix}"
+    return None
+
+
+@dataclass
+class Inspection:
+    """What stage 2 found: its problems (one line each) and the figures `plan` shows."""
+
+    problems: list[str] = field(default_factory=list)
+    audit: list[CellPrompts] = field(default_factory=list)
+    corpora: dict[CorpusKey, CorpusRead] = field(default_factory=dict)
+    fits: list[Fit] = field(default_factory=list)
+
+
+def inspect(config: Config, groups: list[EngineGroup], create_store: bool) -> Inspection:
+    """Every stage-2 problem of running `groups` (cells in launch order), collected, not raised."""
+    paths = config.paths
+    models_dir, cache_dir = project_path(paths.models_dir), project_path(paths.cache_dir)
+    data_dir = project_path(paths.data_dir)
+    cells = [cell for group in groups for cell in group.cells]
+    found = Inspection()
+    if not cells:
+        return found
+    found.problems += input_problems(cells, models_dir, cache_dir, config.ray.use_gpus)
+    if (store := store_problem(project_path(paths.store), create_store)) is not None:
+        found.problems.append(store)
+    found.corpora = read_corpora(groups, data_dir)
+    found.problems += [read.error for read in found.corpora.values() if read.error]
+    sent: dict[SentKey, set[str]] = {}
+    found.audit = audit_groups(
+        groups, data_dir, config.gates.equivalence.probe_prompts, corpora=found.corpora, sent=sent
+    )
+    models = {cell.engine_spec.model.name: cell.engine_spec.model for cell in cells}
+    jobs = [
+        FitJob(
+            read.spec.name,
+            read.path,
+            read.corpus,
+            read.spec.endpoint,
+            models[model],
+            max_len,
+            max_tokens,
+            frozenset(hashes),
+        )
+        for (model, key, max_len, max_tokens), hashes in sent.items()
+        if (read := found.corpora[key]).corpus is not None
+    ]
+    found.fits = fits(jobs, lambda model: local_tokenizer(model, models_dir, cache_dir))
+    found.problems += [line for fit in found.fits if (line := fit.problem())]
+    if not config.load.allow_repeats:
+        found.problems += repeat_problems(found.audit)
+    return found
+
+
+def check_before_launch(config: Config, phases: list[list[EngineGroup]]) -> list[CellPrompts]:
+    """Stop on every stage-2 problem of the run's phases, all at once; return the prompt audit."""
+    found = inspect(config, [group for groups in phases for group in groups], create_store=True)
+    raise_problems(found.problems)
+    return found.audit
