@@ -216,6 +216,34 @@ def test_the_corpus_listing_marks_a_bad_trace_instead_of_crashing(tmp_path):
     assert describe(CorpusSpec(name="good", path="good.jsonl"), tmp_path)["prompts"] == 2
 
 
+def test_plan_shows_bad_rows_skipped_and_stops_on_them_when_not_skipping(inputs):
+    rows = [{"id": f"cc{i}", "prompt": f"def f{i} x"} for i in range(SMOKE_SENDS)] + [
+        {"id": "bad", "prompt": ""}
+    ]
+    write_rows(inputs / "data" / "corpora" / "code_complete.jsonl", rows)
+    strict = plan_summary(overrides(inputs))
+    assert [r["corpus"] for r in strict["corpora"] if r.get("error")] == ["code_complete"]
+    assert any(
+        "code_complete.jsonl:29: bad corpus row: `prompt` must be a non-empty string" in w
+        for w in strict["warnings"]
+    )
+    skipping = plan_summary(overrides(inputs, "+corpus.code_complete.skip_bad_rows=true"))
+    row = next(r for r in skipping["corpora"] if r["corpus"] == "code_complete")
+    assert row["skipped_rows"] == 1 and row["skip_reasons"][0].endswith("`prompt` must be a non-empty string")
+    assert not skipping["warnings"]
+
+
+def test_plan_names_every_missing_corpus(inputs):
+    for name in ("code_complete", "chat_bench"):
+        (inputs / "data" / "corpora" / f"{name}.jsonl").unlink()
+    summary = plan_summary(overrides(inputs))
+    assert sorted(r["corpus"] for r in summary["corpora"] if r.get("error")) == [
+        "chat_bench",
+        "code_complete",
+    ]
+    assert len([w for w in summary["warnings"] if "is missing" in w]) == 2
+
+
 # --- 4. the store ---------------------------------------------------------------------------------
 
 
