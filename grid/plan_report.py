@@ -61,7 +61,7 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
             }
         )
     phases = [anchor_groups[:1], launch_order(groups, config.plan), anchor_groups[1:]]
-    found = inspect(config, [g for phase in phases for g in phase], create_store=False)
+    found = inspect(config, [g for phase in phases for g in phase])
     return {
         "experiment": config.name,
         "cluster": config.cluster.name,

@@ -7,8 +7,8 @@ Two stages, so that every problem shows at once wherever that is cheap:
   cluster, load.max_tokens against engine.max_model_len. `run`, `plan` and
   `simulate` call it before expanding the grid.
 - inspect / check_before_launch (the filesystem): every model's weights,
-  engine command and plugin, the store (a temp file created and removed in
-  it), every corpus read once (grid/prompt_audit.py), every prompt a cell
+  engine command and plugin, the store (a temp file or folder created and removed
+  there, nothing left behind), every corpus read once (grid/prompt_audit.py), every prompt a cell
   sends against its engine's context (grid/prompt_fit.py), and measured
   prompts that would not be new to their engine. `run` stops on any of them
   before Ray or an engine starts; `plan` shows them as warnings.
@@ -238,23 +238,20 @@ def check_plugin(cell: Cell) -> None:
         raise ConfigError(problem)
 
 
-def store_problem(root: Path, create: bool) -> str | None:
-    """Why the store at `root` cannot be written, or None.
+def store_problem(root: Path) -> str | None:
+    """Why the store at `root` cannot be written, or None; nothing is left behind.
 
-    Probed by creating and removing a temp file in it. With `create` (run) a
-    missing folder is made first; without (plan) nothing is left behind: a
-    missing folder is probed by making and removing a temp folder where it would go.
+    Probed by creating and removing a temp file in it, or, while it does not
+    exist yet, a temp folder where it would be made (its nearest existing parent).
     """
     fix = "point paths.store at a folder you can write (e.g. paths.store=results)"
     existing = root
-    while not existing.is_dir() and not existing.exists() and existing != existing.parent:
+    while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    if existing.exists() and not existing.is_dir():
+    if not existing.is_dir():
         return f"paths.store {root}: {existing} is a file, not a folder; {fix}"
     try:
-        if create:
-            root.mkdir(parents=True, exist_ok=True)
-        if root.is_dir():
+        if existing == root:
             handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=root)
             os.close(handle)
             os.unlink(probe)
@@ -262,9 +259,8 @@ def store_problem(root: Path, create: bool) -> str | None:
             os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=existing))
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        if not create and not root.is_dir():
-            reason = f"making it in {existing}: {reason}"
-        return f"paths.store {root} cannot be written ({reason}); {fix}"
+        made = "" if existing == root else f"; it would be made in {existing}"
+        return f"paths.store {root} cannot be written ({reason}{made}); {fix}"
     return None
 
 
@@ -278,7 +274,7 @@ class Inspection:
     fits: list[Fit] = field(default_factory=list)
 
 
-def inspect(config: Config, groups: list[EngineGroup], create_store: bool) -> Inspection:
+def inspect(config: Config, groups: list[EngineGroup]) -> Inspection:
     """Every stage-2 problem of running `groups` (cells in launch order), collected, not raised."""
     paths = config.paths
     models_dir, cache_dir = project_path(paths.models_dir), project_path(paths.cache_dir)
@@ -288,7 +284,7 @@ def inspect(config: Config, groups: list[EngineGroup], create_store: bool) -> In
     if not cells:
         return found
     found.problems += input_problems(cells, models_dir, cache_dir, config.ray.use_gpus)
-    if (store := store_problem(project_path(paths.store), create_store)) is not None:
+    if (store := store_problem(project_path(paths.store))) is not None:
         found.problems.append(store)
     found.corpora = read_corpora(groups, data_dir)
     found.problems += [read.error for read in found.corpora.values() if read.error]
@@ -320,6 +316,6 @@ def inspect(config: Config, groups: list[EngineGroup], create_store: bool) -> In
 
 def check_before_launch(config: Config, phases: list[list[EngineGroup]]) -> list[CellPrompts]:
     """Stop on every stage-2 problem of the run's phases, all at once; return the prompt audit."""
-    found = inspect(config, [group for groups in phases for group in groups], create_store=True)
+    found = inspect(config, [group for groups in phases for group in groups])
     raise_problems(found.problems)
     return found.audit
