@@ -33,6 +33,8 @@ class CellState:
     cell_key: str
     status: str = PENDING
     attempts: int = 0
+    # Ok attempts measured INVALID (run.invalid_reruns caps how often resume repeats them).
+    invalid_runs: int = 0
     last_error: str | None = None
     sessions: list[str] = field(default_factory=list)
 
@@ -49,6 +51,10 @@ class Ledger:
     def status(self, cell_key: str) -> str:
         state = self.states.get(cell_key)
         return state.status if state else PENDING
+
+    def invalid_runs(self, cell_key: str) -> int:
+        state = self.states.get(cell_key)
+        return state.invalid_runs if state else 0
 
 
 def build_ledger(root: Path, checksums: bool = True) -> Ledger:
@@ -73,6 +79,7 @@ def build_ledger(root: Path, checksums: bool = True) -> Ledger:
                 elif measured_valid(attempt):
                     state.status = DONE
                 elif state.status != DONE:
+                    state.invalid_runs += 1
                     state.status = INVALID
                     state.last_error = "measured INVALID (a validity gate failed; see invalid_reasons)"
                 continue
@@ -84,12 +91,18 @@ def build_ledger(root: Path, checksums: bool = True) -> Ledger:
 
 
 def select(
-    cells: list[Cell], ledger: Ledger, mode: str, force: list[str], keep_invalid: bool = False
+    cells: list[Cell],
+    ledger: Ledger,
+    mode: str,
+    force: list[str],
+    keep_invalid: bool = False,
+    invalid_reruns: int | None = None,
 ) -> list[Cell]:
     """Cells to run: `resume` = not done; `failed` = failed, interrupted or damaged; `all` = every cell.
 
     A cell measured INVALID runs again under `resume` and `failed` unless
-    `keep_invalid`. Cells whose key or label starts with an entry of `force` always run.
+    `keep_invalid`, and at most `invalid_reruns` times (None: no cap; see
+    kept_invalid). Cells whose key or label starts with an entry of `force` always run.
     """
 
     def forced(cell: Cell) -> bool:
@@ -100,4 +113,17 @@ def select(
     wanted = {"resume": (PENDING, *NOT_DONE), "failed": NOT_DONE}[mode]
     if not keep_invalid:
         wanted = (*wanted, INVALID)
-    return [c for c in cells if ledger.status(c.key) in wanted or forced(c)]
+
+    def wanted_now(cell: Cell) -> bool:
+        status = ledger.status(cell.key)
+        if status == INVALID and invalid_reruns is not None:
+            return status in wanted and ledger.invalid_runs(cell.key) <= invalid_reruns
+        return status in wanted
+
+    return [c for c in cells if wanted_now(c) or forced(c)]
+
+
+def kept_invalid(cells: list[Cell], ledger: Ledger, todo: list[Cell]) -> list[Cell]:
+    """INVALID cells that `select` left out although INVALID cells were wanted: out of reruns."""
+    chosen = {c.key for c in todo}
+    return [c for c in cells if ledger.status(c.key) == INVALID and c.key not in chosen]

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 
 import pandas as pd
@@ -15,21 +20,18 @@ from grid.anchor import anchor_cells
 from grid.cells import stable_hash
 from grid.compose import compose_config
 from grid.cost import launch_order
-from grid.errors import ConfigError
 from grid.expand import expand, to_config
-from grid.ledger import build_ledger, select
+from grid.ledger import build_ledger, kept_invalid, select
 from grid.paths import project_path
 from grid.plan import EngineGroup, group_by_engine
-from grid.preflight import check_inputs
-from grid.prompt_audit import audit_groups, check_no_repeats
+from grid.preflight import check_before_launch, check_config
 from grid.schema import Config
 from grid.session import end_fingerprint, fingerprint, new_session_id
+from grid.stop import Stop, Stopped
 from grid.verdicts import write_verdicts
 from store.atomic import write_json
 from store.layout import StoreLayout
 from workers.runner import CellOutcome, RunContext
-
-RUN_MODES = ("resume", "failed", "all")
 
 
 def make_console() -> Console:
@@ -41,10 +43,7 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     """Run what the store lacks of the grid; return 1 if any cell is left failed."""
     console = console or make_console()
     config = to_config(compose_config(overrides))
-    if config.run.mode not in RUN_MODES:
-        raise ConfigError(f"run.mode must be one of {', '.join(RUN_MODES)}, got '{config.run.mode}'")
-    if config.run.max_attempts < 1:
-        raise ConfigError(f"run.max_attempts must be >= 1, got {config.run.max_attempts}")
+    check_config(config)  # run.mode, attempts, cluster, every model's tp, max_tokens: all at once
     cells = expand(config)
     paths = config.paths
     ctx = RunContext(
@@ -54,23 +53,29 @@ def run(overrides: list[str], console: Console | None = None) -> int:
         models_dir=project_path(paths.models_dir),
         data_dir=project_path(paths.data_dir),
         gates=config.gates,
+        min_store_free_bytes=config.run.min_store_free_mb * 2**20,
     )
     ledger = build_ledger(ctx.store_root)
     for problem in ledger.problems:
         console.print(f"[yellow]store:[/] {problem}")
-    todo = select(cells, ledger, config.run.mode, config.run.force, config.run.keep_invalid)
+    todo = select(
+        cells, ledger, config.run.mode, config.run.force, config.run.keep_invalid, config.run.invalid_reruns
+    )
+    if config.run.mode != "all" and not config.run.keep_invalid:
+        for cell in kept_invalid(cells, ledger, todo):
+            console.print(
+                f"[yellow]kept INVALID[/] {cell.label}: INVALID in {ledger.invalid_runs(cell.key)} runs "
+                f"(run.invalid_reruns={config.run.invalid_reruns}); reasons in `python -m grid summary`; "
+                "fix the load or gates (e.g. more prompts), then run.force=[label]"
+            )
     # A session with something to measure also measures its own drift.
     anchors = anchor_cells(config) if todo else None
-    check_inputs(todo + list(anchors or ()), ctx.models_dir)
     phases = [launch_order(group_by_engine(todo), config.plan)]
     if anchors:
         phases = [group_by_engine([anchors[0]]), *phases, group_by_engine([anchors[1]])]
-    # Every measured prompt new to its engine, checked on the real corpora before any launch.
-    audit = audit_groups(
-        [g for groups in phases for g in groups], ctx.data_dir, config.gates.equivalence.probe_prompts
-    )
-    if not config.load.allow_repeats:
-        check_no_repeats(audit)
+    # Before any launch: weights, engine, store, corpora, prompt lengths, every measured prompt new
+    # to its engine (on the real corpora); every problem at once, one line each (grid/preflight.py).
+    check_before_launch(config, phases)
     console.print(
         f"session {ctx.session_id}: {len(todo)} of {len(cells)} cells to run "
         f"({len(cells) - len(todo)} already in the store) on {len(phases[len(phases) // 2])} engine launches"
@@ -82,24 +87,49 @@ def run(overrides: list[str], console: Console | None = None) -> int:
         + f" -> {ctx.store_root}"
     )
     outcomes: list[CellOutcome] = []
+    stop = Stop()
     if todo:
-        outcomes = launch(phases, ctx, config, console)
-        report_verdicts(write_verdicts(ctx.store_root, ctx.session_id, config.gates.equivalence), console)
-    final = {o.cell_key: o for o in outcomes}  # the last attempt of each cell decides
-    failed = [o for o in final.values() if o.status != "ok"]
+        outcomes = launch(phases, ctx, config, console, stop)
+        if not stop:  # a stopped run does not judge half a session (nor write to a store that failed)
+            verdicts = write_verdicts(ctx.store_root, ctx.session_id, config.gates.equivalence)
+            report_verdicts(verdicts, console)
+    # The last attempt of each cell decides; one refused for the store's sake never ran (pending).
+    final = {o.cell_key: o for o in outcomes if not o.stops_run}
     session_cells = latest_cells(ctx.store_root, ctx.session_id)
     render(session_cells, console)
     if config.grid.repeats > 1 and not session_cells.empty:
         render_repeats(session_cells, console)
     if not session_cells.empty and (share := share_line(session_cells)):
         console.print(share)
+    counts = cell_counts(final, sum(len(g.cells) for groups in phases for g in groups))
     console.print(
-        f"done {len(final) - len(failed)}, failed {len(failed)}, skipped {len(cells) - len(todo)} "
-        f"(attempts {len(outcomes)})"
+        ", ".join(f"{name} {n}" for name, n in counts.items())
+        + f", skipped {len(cells) - len(todo)} (cells; attempts {len(outcomes)})"
     )
-    for outcome in failed:
-        console.print(f"[red]failed[/] {outcome.label}: {outcome.error}")
-    return 1 if failed else 0
+    for outcome in final.values():
+        if outcome.status == "failed":
+            console.print(f"[red]failed[/] {outcome.label}: {outcome.error}")
+    if stop:
+        console.print(f"[red]stopped[/]: {stop.reason}")
+    return exit_code(stop, counts)
+
+
+def cell_counts(final: dict[str, CellOutcome], todo: int) -> dict[str, int]:
+    """Cells (not attempts; `todo` counts the anchors too) by their last attempt; pending = never reached."""
+    statuses = [o.status for o in final.values()]
+    counts = {
+        "done": statuses.count("ok"),
+        "failed": statuses.count("failed"),
+        "interrupted": statuses.count("interrupted"),
+    }
+    return {**counts, "pending": todo - len(final)}
+
+
+def exit_code(stop: Stop, counts: dict[str, int]) -> int:
+    """130 after Ctrl-C, 143 after SIGTERM (the shell's 128 + signal); 1 if cells are left undone."""
+    if stop.signum is not None:
+        return 128 + stop.signum
+    return 1 if stop or counts["failed"] or counts["interrupted"] or counts["pending"] else 0
 
 
 def report_verdicts(frame: pd.DataFrame, console: Console) -> None:
@@ -113,31 +143,80 @@ def report_verdicts(frame: pd.DataFrame, console: Console) -> None:
 
 
 def launch(
-    phases: list[list[EngineGroup]], ctx: RunContext, config: Config, console: Console
+    phases: list[list[EngineGroup]], ctx: RunContext, config: Config, console: Console, stop: Stop
 ) -> list[CellOutcome]:
-    """Write the session record, run the phases' groups on Ray with a live progress bar."""
+    """Write the session record, run the phases' groups on Ray with a live progress bar.
+
+    Ctrl-C or SIGTERM sets `stop`: in-flight actors are killed (their engines
+    follow), their unfinished cells recorded as interrupted, the session's end
+    written; a second signal exits at once.
+    """
     layout = StoreLayout(ctx.store_root)
     session = fingerprint(ctx.session_id, stable_hash(asdict(config)))
     write_json(layout.session_file(ctx.session_id), session)
     total = sum(len(g.cells) for groups in phases for g in groups)
-    counts = {"ok": 0, "failed": 0}
+    last: dict[str, str] = {}  # cell key -> status of its latest attempt
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    outcomes: list[CellOutcome] = []
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("cells", total=total)
 
         def report(outcome: CellOutcome) -> None:
-            counts["ok" if outcome.status == "ok" else "failed"] += 1
+            last[outcome.cell_key] = outcome.status
+            done, failed = sum(s == "ok" for s in last.values()), sum(s != "ok" for s in last.values())
             latest = f"{outcome.output_tok_per_s:,.1f} tok/s" if outcome.output_tok_per_s else "-"
             progress.update(
                 task,
-                completed=counts["ok"],
-                description=f"done {counts['ok']} failed {counts['failed']} | last {outcome.label}: {latest}",
+                completed=done,
+                description=f"cells done {done} not ok {failed} | last {outcome.label}: {latest}",
             )
-            if outcome.status != "ok":
+            # A store refusal is the run's stop: its reason comes once, at the end.
+            if outcome.status == "failed" and not outcome.stops_run:
                 progress.console.print(f"[red]attempt failed[/] {outcome.label}: {outcome.error}")
 
-        from grid.schedule import run_phases  # Ray only once everything else checked out
+        from grid.schedule import init_ray, run_phases  # Ray only once everything else checked out
 
-        outcomes = run_phases(phases, ctx, config.ray, config.run.max_attempts, report)
-    write_json(layout.session_file(ctx.session_id), end_fingerprint(session, ctx.store_root))
+        init_ray(config.ray)  # first: Ray's driver installs a SIGTERM handler of its own
+        with stop_on_signals(stop, progress.console):
+            try:
+                outcomes = run_phases(phases, ctx, config.ray, config.run.max_attempts, report, stop)
+            except Stopped as exc:
+                outcomes = exc.outcomes
+    try:
+        write_json(layout.session_file(ctx.session_id), end_fingerprint(session, ctx.store_root))
+    except OSError as exc:
+        console.print(f"[yellow]store:[/] the session's end could not be written ({exc})")
     return outcomes
+
+
+@contextmanager
+def stop_on_signals(stop: Stop, console: Console) -> Iterator[None]:
+    """SIGINT / SIGTERM: first one stops the run cleanly, a second one exits at once.
+
+    Installed after Ray started: Ray's driver installs a SIGTERM handler of its own
+    that dumps a stack and, on the H200 run of 2026-12-01, left the driver hanging
+    past its timeout. The old handlers come back after.
+    """
+
+    def handler(signum: int, _frame: object) -> None:
+        if stop.signum is not None:
+            console.print(f"{signal.Signals(signum).name} again: exiting now")
+            os._exit(128 + signum)
+        stop.signum = signum
+        stop.reason = f"{signal.Signals(signum).name} received"
+        console.print(
+            f"stopping: {stop.engines} engines (their cells are recorded as interrupted); "
+            "press Ctrl-C again to exit at once"
+        )
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may handle signals (a run inside a thread: tests, notebooks)
+        return
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum in previous:
+        signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)

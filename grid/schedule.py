@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +26,12 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from grid.plan import EngineGroup
 from grid.schema import RayConfig
-from workers.runner import CellOutcome, RunContext, record_lost, run_group
+from grid.stop import Stop, Stopped
+from workers.runner import CellOutcome, RunContext, record_interrupted, record_lost, run_group
+
+# How long one ray.wait blocks: the driver looks at its stop flag (Ctrl-C, SIGTERM) this often.
+WAIT_S = 0.5
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class EngineWorker:
@@ -41,6 +48,18 @@ class Launch:
     attempt: int
     actor: Any = None
     pg: Any = None
+    started_s: float = 0.0  # epoch s, to tell this launch's manifests from earlier ones
+
+
+def task_error(exc: RayError) -> str:
+    """A Ray error as one line: the worker's own exception when there is one, no colour codes."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException) and not isinstance(cause, RayError):
+        text = f"{type(cause).__name__}: {cause}"
+    else:
+        text = str(exc)
+    lines = [ln.strip() for ln in ANSI.sub("", text).splitlines() if ln.strip()]
+    return f"worker lost ({type(exc).__name__}): {lines[0] if lines else ''}"
 
 
 def init_ray(ray_cfg: RayConfig) -> None:
@@ -101,6 +120,7 @@ def start(launch: Launch, ctx: RunContext, ray_cfg: RayConfig, worker_cls: Any) 
         max_task_retries=0,
         scheduling_strategy=PlacementGroupSchedulingStrategy(launch.pg, placement_group_bundle_index=0),
     ).remote()
+    launch.started_s = time.time()
     return launch.actor.run.remote(launch.group, ctx)
 
 
@@ -118,9 +138,10 @@ def run_groups(
     ray_cfg: RayConfig,
     max_attempts: int = 1,
     on_outcome: Callable[[CellOutcome], None] = lambda _: None,
+    stop: Stop | None = None,
 ) -> list[CellOutcome]:
     """Run every group on the cluster; return all outcomes (every attempt), in completion order."""
-    return run_phases([groups], ctx, ray_cfg, max_attempts, on_outcome)
+    return run_phases([groups], ctx, ray_cfg, max_attempts, on_outcome, stop)
 
 
 def run_phases(
@@ -129,16 +150,21 @@ def run_phases(
     ray_cfg: RayConfig,
     max_attempts: int = 1,
     on_outcome: Callable[[CellOutcome], None] = lambda _: None,
+    stop: Stop | None = None,
 ) -> list[CellOutcome]:
     """Run the phases one after another (a phase starts when the previous one has settled).
 
     The drift anchor needs this: its start cell before any other, its end cell after all.
+    When `stop` is set (by a signal handler, or by a cell whose store cannot take
+    results) the in-flight actors are killed (their engines follow), their
+    unfinished cells recorded as interrupted, and Stopped raised with every outcome.
     """
     init_ray(ray_cfg)
     worker_cls = ray.remote(EngineWorker)
+    stop = stop if stop is not None else Stop()
     outcomes: list[CellOutcome] = []
     for groups in phases:
-        outcomes += _run_phase(groups, ctx, ray_cfg, max_attempts, on_outcome, worker_cls)
+        outcomes += _run_phase(groups, ctx, ray_cfg, max_attempts, on_outcome, worker_cls, stop, outcomes)
     return outcomes
 
 
@@ -149,6 +175,8 @@ def _run_phase(
     max_attempts: int,
     on_outcome: Callable[[CellOutcome], None],
     worker_cls: Any,
+    stop: Stop,
+    earlier: list[CellOutcome],
 ) -> list[CellOutcome]:
     queue = deque(Launch(g, 1) for g in sorted(groups, key=lambda g: -g.gpus))
     in_flight: dict[Any, Launch] = {}
@@ -159,28 +187,53 @@ def _run_phase(
         for outcome in results:
             on_outcome(outcome)
         outcomes.extend(results)
+        if not stop and (fatal := next((o for o in results if o.stops_run), None)):
+            stop.reason = fatal.error
         failed = {o.cell_key for o in results if o.status != "ok"}
         if failed and launch.attempt < max_attempts:
             cells = tuple(c for c in launch.group.cells if c.key in failed)
             queue.append(Launch(dataclasses.replace(launch.group, cells=cells), launch.attempt + 1))
 
+    def stop_now() -> Stopped:
+        engines = len(in_flight)
+        return Stopped(stop, earlier + outcomes + interrupt(in_flight, ctx, stop, on_outcome), engines)
+
     while queue or in_flight:
+        if stop:
+            raise stop_now()
         while queue and len(in_flight) < limit:
             launch = queue.popleft()
             if reason := unplaceable(launch.group, ray_cfg):
                 settle(launch, record_lost(launch.group, ctx, f"unplaceable: {reason}"))
                 continue
             in_flight[start(launch, ctx, ray_cfg, worker_cls)] = launch
+        stop.engines = len(in_flight)
         if not in_flight:
             continue
-        ready, _ = ray.wait(list(in_flight), num_returns=1)
+        ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=WAIT_S)
         for ref in ready:
             launch = in_flight.pop(ref)
             try:
                 results = ray.get(ref)
             except RayError as exc:
-                error = f"worker lost ({type(exc).__name__}): {str(exc).splitlines()[0]}"
-                results = record_lost(launch.group, ctx, error)
+                results = record_lost(launch.group, ctx, task_error(exc))
             finish(launch)
             settle(launch, results)
+    if stop:
+        raise stop_now()
+    return outcomes
+
+
+def interrupt(
+    in_flight: dict[Any, Launch], ctx: RunContext, stop: Stop, on_outcome: Callable[[CellOutcome], None]
+) -> list[CellOutcome]:
+    """Kill every in-flight actor (its engine's guard ends the engine); record its unfinished cells."""
+    for launch in in_flight.values():
+        finish(launch)
+    outcomes = []
+    for launch in in_flight.values():
+        for outcome in record_interrupted(launch.group, ctx, launch.started_s, f"interrupted: {stop.reason}"):
+            on_outcome(outcome)
+            outcomes.append(outcome)
+    in_flight.clear()
     return outcomes

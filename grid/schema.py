@@ -322,6 +322,13 @@ class RunConfig:
     # A cell measured INVALID (a validity gate failed) runs again on resume;
     # true keeps it as measured.
     keep_invalid: bool = False
+    # ...but at most this many times: a cell INVALID for a structural reason (a
+    # corpus too small to fill the steady window: chat_bench on the H200, 2026-12-01)
+    # stays INVALID however often it runs. After that it is kept, and named.
+    invalid_reruns: int = 1
+    # Room the store must have before each engine start (store/space.py); a store
+    # with less, or one that cannot be written, stops the run before the engine starts.
+    min_store_free_mb: int = 256
 
 
 @dataclass

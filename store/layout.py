@@ -29,8 +29,11 @@ PROBE = "probe.parquet"
 class StoreLayout:
     root: Path
 
+    def cell_dir(self, cell_key: str) -> Path:
+        return self.root / "cells" / cell_key
+
     def attempt_dir(self, cell_key: str, attempt_id: str) -> Path:
-        return self.root / "cells" / cell_key / attempt_id
+        return self.cell_dir(cell_key) / attempt_id
 
     def session_file(self, session_id: str) -> Path:
         return self.sessions_dir() / f"{session_id}.json"

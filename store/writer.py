@@ -110,8 +110,10 @@ def write_ok_attempt(
     return folder
 
 
-def write_failed_attempt(layout: StoreLayout, tags: dict[str, Any], error: str, log_tail: str) -> Path:
-    """Record a failed attempt: a manifest only, so no partial rows are ever read as results."""
+def write_failed_attempt(
+    layout: StoreLayout, tags: dict[str, Any], error: str, log_tail: str, status: str = "failed"
+) -> Path:
+    """Record a failed (or interrupted) attempt: a manifest only, so no partial rows are ever read."""
     folder = layout.attempt_dir(tags["cell_key"], tags["attempt_id"])
     for name in (REQUESTS, SUMMARY, PROBE):
         (folder / name).unlink(missing_ok=True)
@@ -119,7 +121,7 @@ def write_failed_attempt(layout: StoreLayout, tags: dict[str, Any], error: str, 
         folder / MANIFEST,
         {
             **tags,
-            "status": "failed",
+            "status": status,
             "schema_version": SCHEMA_VERSION,
             "error": error,
             "log_tail": log_tail,

@@ -22,7 +22,8 @@ from grid.cells import Cell, EngineSpec, drafts_from_history
 from grid.errors import EngineError
 from grid.plan import EngineGroup
 from grid.schema import EquivalenceConfig, GateConfig
-from store.layout import StoreLayout
+from store.layout import MANIFEST, StoreLayout
+from store.space import MIN_FREE_BYTES, store_problem
 from store.writer import write_failed_attempt, write_ok_attempt
 from workers import cudagraph_log, dynk_log, engine_registry, metrics, windows
 from workers.counters import ServerCounters, scrape
@@ -60,6 +61,8 @@ class RunContext:
     gates: GateConfig = field(default_factory=GateConfig)
     # The Ray node this worker runs on (set by the actor; None outside Ray).
     node_id: str | None = None
+    # Room the store needs before each engine start (run.min_store_free_mb).
+    min_store_free_bytes: int = MIN_FREE_BYTES
 
 
 # How long a failed cell waits for a dying engine to exit before blaming what failed instead.
@@ -86,10 +89,12 @@ class CellOutcome:
     cell_key: str
     label: str
     attempt_id: str
-    status: str  # "ok" or "failed"
+    status: str  # "ok", "failed" or "interrupted"
     error: str | None = None
     output_tok_per_s: float | None = None
     engine_ready_s: float | None = None
+    # The run cannot go on (the store cannot take results): the driver stops, no retry.
+    stops_run: bool = False
 
 
 def engine_base_env() -> dict[str, str]:
@@ -390,6 +395,9 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
         spec.engine.stop_timeout_s,
         registry_dir=registry_dir,
     )
+    # Never spend an engine start on a store that cannot take the results.
+    if (problem := store_problem(ctx.store_root, ctx.min_store_free_bytes)) is not None:
+        return [CellOutcome(c.key, c.label, "", "failed", problem, stops_run=True) for c in group.cells]
     outcomes: list[CellOutcome] = []
     try:
         try:
@@ -452,8 +460,10 @@ def _run_and_store(
         followed = code is not None and not isinstance(exc, EngineDied)
         detail = error + (f"\nwhat failed next: {symptom}" if followed else "")
         detail += "\n" + traceback.format_exc(limit=3)
-        error += record_failure(layout, tags, detail, log_tail(engine.log_path))
-        return CellOutcome(cell.key, cell.label, attempt_id, "failed", error)
+        note = record_failure(layout, tags, detail, log_tail(engine.log_path))
+        if (isinstance(exc, OSError) or note) and (problem := store_problem(ctx.store_root, 0)) is not None:
+            return CellOutcome(cell.key, cell.label, attempt_id, "failed", problem, stops_run=True)
+        return CellOutcome(cell.key, cell.label, attempt_id, "failed", error + note)
     return CellOutcome(cell.key, cell.label, attempt_id, "ok", None, summary["output_tok_per_s"], ready_s)
 
 
@@ -468,13 +478,34 @@ def record_lost(group: EngineGroup, ctx: RunContext, error: str) -> list[CellOut
     return [_fail(layout, ctx, cell, error, tail) for cell in group.cells]
 
 
-def record_failure(layout: StoreLayout, tags: dict[str, Any], error: str, tail: str) -> str:
+def record_interrupted(group: EngineGroup, ctx: RunContext, since_s: float, reason: str) -> list[CellOutcome]:
+    """Interrupted attempts for the group's cells that wrote nothing since `since_s` (epoch s).
+
+    The driver stopped (Ctrl-C, SIGTERM) while this launch ran: its finished
+    cells have their own manifests; the others are recorded as interrupted,
+    neither failed nor done, and run again on resume.
+    """
+    layout = StoreLayout(ctx.store_root)
+    outcomes = []
+    for cell in group.cells:
+        if any(m.stat().st_mtime >= since_s for m in layout.cell_dir(cell.key).glob(f"*/{MANIFEST}")):
+            continue
+        attempt_id = new_attempt_id(ctx.session_id)
+        tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
+        note = record_failure(layout, tags, reason, "", status="interrupted")
+        outcomes.append(CellOutcome(cell.key, cell.label, attempt_id, "interrupted", reason + note))
+    return outcomes
+
+
+def record_failure(
+    layout: StoreLayout, tags: dict[str, Any], error: str, tail: str, status: str = "failed"
+) -> str:
     """Write a failed manifest; '' on success, else a note that it could not be written.
 
     A store that is full or unwritable must not turn one failed cell into a dead worker.
     """
     try:
-        write_failed_attempt(layout, tags, error, tail)
+        write_failed_attempt(layout, tags, error, tail, status)
     except OSError as exc:
         return f" (and the failure could not be recorded in the store: {type(exc).__name__}: {exc})"
     return ""

@@ -51,3 +51,23 @@ def test_manifests_written_before_the_verdict_read_it_from_the_summary(tmp_path)
     assert build_ledger(tmp_path).status(cell.key) == INVALID
     pq.write_table(pa.table({"valid": [True]}), folder / "summary.parquet")
     assert build_ledger(tmp_path).status(cell.key) == DONE
+
+
+def test_an_invalid_cell_is_rerun_at_most_invalid_reruns_times_then_kept_and_named(tmp_path):
+    # On the H200 (2026-12-01) chat_bench's van cells were INVALID on every run (78 prompts
+    # cannot fill a 5 s window at 10k tok/s): without a cap each resume measured them again.
+    from grid.ledger import kept_invalid
+
+    layout = StoreLayout(tmp_path)
+    cell, other = smoke_cells()[:2]
+    write_ok_attempt(layout, tags(cell.key, "a1"), records(3), {"valid": False})
+    ledger = build_ledger(tmp_path)
+    assert select([cell], ledger, "resume", [], invalid_reruns=1) == [cell]  # one rerun left
+    write_ok_attempt(layout, tags(cell.key, "a2"), records(3), {"valid": False})
+    ledger = build_ledger(tmp_path)
+    assert ledger.invalid_runs(cell.key) == 2
+    todo = select([cell, other], ledger, "resume", [], invalid_reruns=1)
+    assert todo == [other]
+    assert kept_invalid([cell, other], ledger, todo) == [cell]
+    assert select([cell], ledger, "resume", [], invalid_reruns=None) == [cell]  # no cap
+    assert select([cell], ledger, "resume", [cell.label], invalid_reruns=1) == [cell]  # forced

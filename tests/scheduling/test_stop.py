@@ -1,0 +1,102 @@
+"""Ctrl-C, SIGTERM and a store that cannot take results stop a run cleanly (issue 17).
+
+A driver subprocess runs the smoke grid on the stand-in engine against the fake
+cluster; it is signalled once its first cell is stored, mid-way through the grid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from grid.ledger import INTERRUPTED, build_ledger
+from grid.run import run
+from store.read import attempts
+from tests.scheduling.conftest import stub_overrides, stub_processes
+from tests.scheduling.test_faults import CELLS, ok_counts, quiet
+
+
+def start_driver(overrides: list[str]) -> subprocess.Popen[str]:
+    # Its own process group, like a shell job: Ctrl-C reaches the whole group.
+    return subprocess.Popen(
+        [sys.executable, "-m", "grid", "run", *overrides],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def wait_for_first_cell(inputs, driver: subprocess.Popen[str]) -> None:
+    deadline = time.time() + 120
+    while not ok_counts(inputs) and time.time() < deadline and driver.poll() is None:
+        time.sleep(0.1)
+    assert ok_counts(inputs), "no cell stored before the signal"
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_the_run_records_running_cells_as_interrupted_and_resume_finishes(
+    cluster, inputs, no_leaks, signum, code
+):
+    # Slow cells, one engine at a time: the signal lands while a launch is running.
+    overrides = stub_overrides(inputs, cluster, "+engine.env.STUB_DELAY_S=0.3", "ray.max_in_flight=1")
+    driver = start_driver(overrides)
+    wait_for_first_cell(inputs, driver)
+    os.killpg(driver.pid, signum)
+    output, _ = driver.communicate(timeout=60)
+    assert driver.returncode == code, output
+    assert "stopping: 1 engines" in output
+    assert "Traceback" not in output
+    found, _ = attempts(inputs / "store")
+    statuses = {a.cell_key: a.status for a in found}
+    assert "interrupted" in statuses.values(), output
+    assert "failed" not in statuses.values()
+    ledger = build_ledger(inputs / "store")
+    assert any(s.status == INTERRUPTED for s in ledger.states.values())
+    assert f"interrupted {list(statuses.values()).count('interrupted')}" in output
+    session = json.loads(next((inputs / "store" / "sessions").glob("*.json")).read_text())
+    assert session.get("ended_at"), "the session's end is written"
+    # No stand-in engine outlives the stop.
+    _, alive = psutil.wait_procs(stub_processes(), timeout=30)
+    assert not alive
+    # Resume measures what was interrupted or never reached, each cell once.
+    done_before = set(ok_counts(inputs))
+    assert run(overrides, quiet()) == 0
+    counts = ok_counts(inputs)
+    assert len(counts) == CELLS and all(counts[k] == 1 for k in done_before)
+
+
+def test_a_second_ctrl_c_exits_at_once(cluster, inputs, no_leaks):
+    overrides = stub_overrides(inputs, cluster, "+engine.env.STUB_DELAY_S=0.3", "ray.max_in_flight=1")
+    driver = start_driver(overrides)
+    wait_for_first_cell(inputs, driver)
+    os.killpg(driver.pid, signal.SIGINT)
+    os.killpg(driver.pid, signal.SIGINT)
+    output, _ = driver.communicate(timeout=60)
+    assert driver.returncode == 130, output
+    _, alive = psutil.wait_procs(stub_processes(), timeout=30)
+    assert not alive
+
+
+def test_a_store_without_room_stops_the_run_before_any_engine_starts(cluster, inputs, no_leaks):
+    # A full store (simulated by asking for more room than any disk has): no engine start is
+    # spent on results that cannot be written, no retry, one reason, a non-zero exit.
+    overrides = stub_overrides(
+        inputs, cluster, "run.min_store_free_mb=1000000000", "run.max_attempts=2", "ray.max_in_flight=1"
+    )
+    driver = start_driver(overrides)
+    output, _ = driver.communicate(timeout=120)
+    assert driver.returncode == 1, output
+    assert "stopped: store cannot take results" in output and "MiB free" in output
+    assert "done 0, failed 0, interrupted 0, pending 4" in output  # nothing measured, nothing failed
+    assert "attempts 2)" in output  # the first launch's two cells refused, not retried
+    assert output.count("store cannot take results") == 1  # one reason, once
+    assert not list((inputs / "store").glob("logs/*/*.log")), "an engine was started"
+    assert "Traceback" not in output

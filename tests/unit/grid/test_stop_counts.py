@@ -1,0 +1,42 @@
+"""The run's closing line counts cells, not attempts; the exit code says how it ended."""
+
+import signal
+
+from ray.exceptions import RayTaskError
+
+from grid.run import cell_counts, exit_code
+from grid.schedule import task_error
+from grid.stop import Stop
+from workers.runner import CellOutcome
+
+
+def outcome(key: str, status: str) -> CellOutcome:
+    return CellOutcome(key, key, f"{key}-a", status)
+
+
+def test_counts_are_cells_by_their_last_attempt():
+    # The last attempt of each cell decides: a cell that failed once then passed is done.
+    final = {o.cell_key: o for o in [outcome("a", "failed"), outcome("a", "ok"), outcome("b", "interrupted")]}
+    assert cell_counts(final, todo=4) == {"done": 1, "failed": 0, "interrupted": 1, "pending": 2}
+
+
+def test_exit_codes_follow_the_shell_for_signals_and_fail_on_undone_cells():
+    done = {"done": 2, "failed": 0, "interrupted": 0, "pending": 0}
+    assert exit_code(Stop(), done) == 0
+    assert exit_code(Stop(signal.SIGINT, "SIGINT received"), done) == 130
+    assert exit_code(Stop(signal.SIGTERM, "SIGTERM received"), done) == 143
+    assert exit_code(Stop(None, "store cannot take results: ..."), done) == 1
+    assert exit_code(Stop(), {**done, "interrupted": 1}) == 1
+
+
+def test_a_ray_task_error_shows_the_workers_exception_without_colour_codes():
+    # What a user saw: `worker lost (RayTaskError(OSError)): [36mray::EngineWorker.run()...`
+    exc = RayTaskError(
+        "EngineWorker.run",
+        "Traceback (most recent call last):\n  ...\nOSError: [Errno 28] No space left on device",
+        OSError(28, "No space left on device"),
+        proctitle="\x1b[36mray::EngineWorker.run()\x1b[39m",
+    )
+    line = task_error(exc)
+    assert "\x1b" not in line
+    assert "No space left on device" in line and line.startswith("worker lost (RayTaskError")
