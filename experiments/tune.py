@@ -129,7 +129,10 @@ class Tune:
         if self.replay:
             return keys
         self.console.rule(f"tune stage {name}")
-        if run(argv, self.console) != 0:
+        code = run(argv, self.console)
+        if code >= 128:  # Ctrl-C or SIGTERM: the run stopped cleanly; the tune stops with its code
+            raise SystemExit(code)
+        if code != 0:
             raise GridError(f"tune stage {name} left failed cells; rerun the same command to resume")
         return keys
 

@@ -65,6 +65,10 @@ def main(argv: list[str]) -> int:
     except GridError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Before any launch (a run's launch handles its own signals): nothing to stop or record.
+        print("interrupted before anything was launched", file=sys.stderr)
+        return 130
     print(f"error: unknown command '{command}'\n{USAGE}", file=sys.stderr)
     return 2
 

@@ -98,14 +98,17 @@ def read_rows(path: Path, format: str = "auto", skip: Skipped | None = None) -> 
 def _bad_row_hint(good_rows: int, exc: BadRow) -> str:
     """The fix to suggest: skipping rows only once some rows read well (else it would drop them all)."""
     if isinstance(exc, NotUtf8):
-        return "convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`, or set corpus.skip_bad_rows=true"
+        return (
+            "convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`, "
+            "or skip such rows with +corpus.<name>.skip_bad_rows=true"
+        )
     if good_rows == 0:
         return (
             "no row before it could be read: check that the file is JSON lines, one JSON array of rows, "
             "Parquet or a save_to_disk folder (corpus.format) with rows as in workers/traces.py; "
-            "corpus.skip_bad_rows=true skips and counts such rows"
+            "+corpus.<name>.skip_bad_rows=true skips and counts such rows"
         )
-    return "set corpus.skip_bad_rows=true to skip and count such rows"
+    return "skip and count such rows with +corpus.<name>.skip_bad_rows=true (or in the corpus's file)"
 
 
 def _guarded(path: Path, rows: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
