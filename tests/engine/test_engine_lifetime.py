@@ -13,6 +13,7 @@ and by the sessions of the API servers seen while it ran.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -124,6 +125,13 @@ def test_no_engine_process_outlives_its_driver(tmp_path, how):
         with contextlib.suppress(subprocess.TimeoutExpired):
             driver.wait(timeout=max(1.0, deadline - time.time()))
         assert driver.poll() is not None, f"driver still running {LEFT_WITHIN_S} s after {how}"
+        if how != "SIGKILL":
+            # A clean stop (grid/run.py): the shell's exit code, the running cell recorded as interrupted.
+            output = driver_log.read_text()
+            assert driver.returncode == {"SIGINT": 130, "SIGTERM": 143}[how], output[-3000:]
+            assert "stopping: 1 engines" in output and "Traceback" not in output, output[-3000:]
+            manifests = [json.loads(m.read_text()) for m in store.glob("cells/*/*/manifest.json")]
+            assert [m["status"] for m in manifests] == ["interrupted"], manifests
         # The engine's guard, once it finds the engine gone with its owner, drops its record.
         records = lambda: list((store / "engines").glob("*/*.json"))  # noqa: E731
         deadline = time.time() + 10
