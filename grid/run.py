@@ -111,7 +111,17 @@ def run(overrides: list[str], console: Console | None = None) -> int:
             console.print(f"[red]failed[/] {outcome.label}: {outcome.error}")
     if stop:
         console.print(f"[red]stopped[/]: {stop.reason}")
-    return exit_code(stop, counts)
+    code = exit_code(stop, counts)
+    if stop.signum is not None:
+        from grid.schedule import disconnect
+
+        if stop.cluster_gone or not disconnect():
+            # Ray's own exit would wait a minute for a cluster that is gone, then abort.
+            console.print("the local Ray cluster was stopped too; its engines end with it")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    return code
 
 
 def cell_counts(final: dict[str, CellOutcome], todo: int) -> dict[str, int]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -31,6 +32,8 @@ from workers.runner import CellOutcome, RunContext, record_interrupted, record_l
 
 # How long one ray.wait blocks: the driver looks at its stop flag (Ctrl-C, SIGTERM) this often.
 WAIT_S = 0.5
+# How long a stop waits for the cluster to kill actors or to let the driver go.
+CLEANUP_S = 10.0
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -224,12 +227,34 @@ def _run_phase(
     return outcomes
 
 
+def within(seconds: float, work: Callable[[], None]) -> bool:
+    """Run `work` in a daemon thread; False if it has not finished after `seconds`.
+
+    SIGTERM to a whole process group (`timeout`, systemd, a pod's deletion) also
+    ends the local cluster's GCS and raylet, after which every Ray call blocks for
+    a minute and then aborts the process: the stop must not wait on them.
+    """
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return not thread.is_alive()
+
+
+def disconnect(seconds: float = CLEANUP_S) -> bool:
+    """Leave the cluster; False when it no longer answers (the caller exits without Ray's atexit)."""
+    return within(seconds, ray.shutdown)
+
+
 def interrupt(
     in_flight: dict[Any, Launch], ctx: RunContext, stop: Stop, on_outcome: Callable[[CellOutcome], None]
 ) -> list[CellOutcome]:
-    """Kill every in-flight actor (its engine's guard ends the engine); record its unfinished cells."""
-    for launch in in_flight.values():
-        finish(launch)
+    """Kill every in-flight actor (its engine's guard ends the engine); record its unfinished cells.
+
+    When the cluster no longer answers, its actors are gone with it and the
+    guards end their engines; the cells are recorded all the same.
+    """
+    launches = list(in_flight.values())
+    stop.cluster_gone = not within(CLEANUP_S, lambda: [finish(launch) for launch in launches])
     outcomes = []
     for launch in in_flight.values():
         for outcome in record_interrupted(launch.group, ctx, launch.started_s, f"interrupted: {stop.reason}"):

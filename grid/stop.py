@@ -14,6 +14,8 @@ class Stop:
     signum: int | None = None
     reason: str | None = None
     engines: int = 0  # engines in flight now, for the "stopping: N engines" line
+    # The cluster stopped answering during the stop (its processes got the signal too).
+    cluster_gone: bool = False
 
     def __bool__(self) -> bool:
         return self.reason is not None

@@ -23,6 +23,10 @@ from tests.scheduling.conftest import stub_overrides, stub_processes
 from tests.scheduling.test_faults import CELLS, ok_counts, quiet
 
 
+class LOCAL:  # stands where stub_overrides wants a cluster; its address is dropped
+    address = "local"
+
+
 def start_driver(overrides: list[str]) -> subprocess.Popen[str]:
     # Its own process group, like a shell job: Ctrl-C reaches the whole group.
     return subprocess.Popen(
@@ -100,3 +104,29 @@ def test_a_store_without_room_stops_the_run_before_any_engine_starts(cluster, in
     assert output.count("store cannot take results") == 1  # one reason, once
     assert not list((inputs / "store").glob("logs/*/*.log")), "an engine was started"
     assert "Traceback" not in output
+
+
+def test_sigterm_to_the_whole_group_with_a_local_cluster_exits_143_without_waiting_for_ray(inputs):
+    # `timeout`, systemd and a pod's deletion signal the whole group: the local cluster's GCS and
+    # raylet (started by the driver, in its group) end too. On the H200 (2026-12-01) the driver then
+    # sat in Ray's calls past its limit; it must stop within seconds and say why.
+    overrides = [
+        o
+        for o in stub_overrides(inputs, LOCAL, "+engine.env.STUB_DELAY_S=0.3", "ray.max_in_flight=1")
+        if not o.startswith(("ray.address=", "ray.use_gpus="))
+    ]
+    driver = start_driver(overrides)
+    try:
+        wait_for_first_cell(inputs, driver)
+        os.killpg(driver.pid, signal.SIGTERM)
+        started = time.time()
+        output, _ = driver.communicate(timeout=45)
+        assert driver.returncode == 143, output
+        assert time.time() - started < 30, output
+        assert "stopping:" in output and "Traceback" not in output
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+    _, alive = psutil.wait_procs(stub_processes(), timeout=30)
+    assert not alive
