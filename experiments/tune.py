@@ -44,7 +44,7 @@ from grid.cells import EngineSpec
 from grid.compose import CONF_DIR, check_keys, compose_config, searchpath_dirs, unknown_key_error
 from grid.errors import ConfigError, GridError
 from grid.expand import expand, to_config
-from grid.paths import project_path
+from grid.paths import project_path, store_path
 from grid.run import make_console, run
 from grid.schema import LeverSpec, ModelSpec
 from grid.session import new_session_id
@@ -151,7 +151,8 @@ class Tune:
 
     @property
     def store(self) -> Path:
-        return project_path(compose_config(self.base).paths.store)
+        paths = compose_config(self.base).paths
+        return store_path(paths.store, paths.get("store_options"))
 
     def uniform(self, lever: str, k: int) -> LeverConfig:
         return LeverConfig.uniform(lever, k, self.cfg.corpora)

@@ -58,9 +58,10 @@ def main(argv: list[str]) -> int:
         if command == "summary":
             from analysis.summary import latest_cells, render
             from grid.compose import compose_config
-            from grid.paths import project_path
+            from grid.paths import store_path
 
-            render(latest_cells(project_path(compose_config(overrides).paths.store)))
+            paths = compose_config(overrides).paths
+            render(latest_cells(store_path(paths.store, paths.get("store_options"))))
             return 0
     except GridError as exc:
         print(f"error: {exc}", file=sys.stderr)

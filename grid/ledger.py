@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from grid.cells import Cell
+from store.fs import StoreRoot
 from store.read import Attempt, attempts, measured_valid
 from store.verify import Damage
 
@@ -57,7 +57,7 @@ class Ledger:
         return state.invalid_runs if state else 0
 
 
-def build_ledger(root: Path, checksums: bool = True) -> Ledger:
+def build_ledger(root: StoreRoot, checksums: bool = True) -> Ledger:
     """Every cell's state from the store; `checksums=False` checks sizes (and footers) only."""
     found, problems = attempts(root)
     by_cell: dict[str, list[Attempt]] = defaultdict(list)

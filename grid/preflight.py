@@ -26,7 +26,7 @@ from pathlib import Path
 from grid.catalog import load_spec
 from grid.cells import Cell
 from grid.errors import ConfigError
-from grid.paths import project_path
+from grid.paths import project_path, store_path
 from grid.plan import EngineGroup
 from grid.prompt_audit import (
     CellPrompts,
@@ -39,6 +39,7 @@ from grid.prompt_audit import (
 )
 from grid.prompt_fit import Fit, FitJob, fits, hub_snapshot, is_hub_id, local_tokenizer
 from grid.schema import Config, ModelSpec
+from store.fs import StorePath, StoreRoot
 
 RUN_MODES = ("resume", "failed", "all")
 
@@ -238,12 +239,14 @@ def check_plugin(cell: Cell) -> None:
         raise ConfigError(problem)
 
 
-def store_problem(root: Path) -> str | None:
+def store_problem(root: StoreRoot) -> str | None:
     """Why the store at `root` cannot be written, or None; nothing is left behind.
 
     Probed by creating and removing a temp file in it, or, while it does not
     exist yet, a temp folder where it would be made (its nearest existing parent).
     """
+    if isinstance(root, StorePath):  # an object store: a probe object written and removed
+        return object_store_problem(root)
     fix = "point paths.store at a folder you can write (e.g. paths.store=results)"
     existing = root
     while not existing.exists() and existing != existing.parent:
@@ -284,7 +287,7 @@ def inspect(config: Config, groups: list[EngineGroup]) -> Inspection:
     if not cells:
         return found
     found.problems += input_problems(cells, models_dir, cache_dir, config.ray.use_gpus)
-    if (store := store_problem(project_path(paths.store))) is not None:
+    if (store := store_problem(store_path(paths.store, paths.store_options))) is not None:
         found.problems.append(store)
     found.corpora = read_corpora(groups, data_dir)
     found.problems += [read.error for read in found.corpora.values() if read.error]
@@ -319,3 +322,11 @@ def check_before_launch(config: Config, phases: list[list[EngineGroup]]) -> list
     found = inspect(config, [group for groups in phases for group in groups])
     raise_problems(found.problems)
     return found.audit
+
+
+def object_store_problem(root: StorePath) -> str | None:
+    """Why a URL store cannot be written (a probe object is written and removed), or None."""
+    from store.space import store_problem as space_problem
+
+    problem = space_problem(root, 0)
+    return None if problem is None else f"paths.store {problem.split(': ', 1)[1]}"

@@ -13,7 +13,7 @@ from pathlib import Path
 from grid.compose import compose_config
 from grid.errors import GridError
 from grid.expand import expand, to_config
-from grid.paths import project_path
+from grid.paths import store_path
 from store.atomic import write_atomic
 from store.layout import StoreLayout
 
@@ -31,7 +31,7 @@ def _write_report(overrides: list[str]) -> tuple[Path, list[str]]:
         from analysis.study import load_study
     except ImportError as exc:
         raise GridError(f"the report needs matplotlib ({exc}); pip install -e '.[report]'") from exc
-    root = project_path(config.paths.store)
+    root = store_path(config.paths.store, config.paths.store_options)
     study = load_study(root, cell_keys={cell.key for cell in expand(config)})
     path = StoreLayout(root).report_file(config.name)
     page = render_report(study, f"lever-grid: {config.name}")

@@ -22,7 +22,7 @@ from grid.compose import compose_config
 from grid.cost import launch_order
 from grid.expand import expand, to_config
 from grid.ledger import build_ledger, kept_invalid, select
-from grid.paths import project_path
+from grid.paths import project_path, store_path
 from grid.plan import EngineGroup, group_by_engine
 from grid.preflight import check_before_launch, check_config
 from grid.schema import Config
@@ -48,7 +48,7 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     paths = config.paths
     ctx = RunContext(
         session_id=config.session_id or new_session_id(),
-        store_root=project_path(paths.store),
+        store_root=store_path(paths.store, paths.store_options),
         cache_dir=project_path(paths.cache_dir),
         models_dir=project_path(paths.models_dir),
         data_dir=project_path(paths.data_dir),

@@ -198,7 +198,11 @@ class GridSpec:
 class PathsConfig:
     """Where things live; relative paths resolve against the project root."""
 
+    # A folder, or a URL of any filesystem pyarrow opens: s3://bucket/prefix (gs://, hdfs://); store/fs.py.
     store: str = "results"
+    # How to reach a URL store, never credentials (those come from the environment / AWS config):
+    # e.g. {endpoint_override: "minio.local:9000", scheme: http, region: us-east-1}.
+    store_options: dict[str, str] = field(default_factory=dict)
     cache_dir: str = ".cache"
     data_dir: str = ".cache/data"
     models_dir: str = ".cache/models"

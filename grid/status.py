@@ -12,7 +12,7 @@ from analysis.summary import latest_cells
 from grid.compose import compose_config
 from grid.expand import expand, to_config
 from grid.ledger import DAMAGED, DONE, FAILED, INTERRUPTED, INVALID, PENDING, build_ledger
-from grid.paths import project_path
+from grid.paths import store_path
 
 
 def status(overrides: list[str], console: Console | None = None, checksums: bool = True) -> int:
@@ -25,7 +25,7 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
     console = console or Console()
     config = to_config(compose_config(overrides))
     cells = expand(config)
-    root = project_path(config.paths.store)
+    root = store_path(config.paths.store, config.paths.store_options)
     ledger = build_ledger(root, checksums)
     labels = {c.key: c.label for c in cells}
     damaged = {str(d): d for d in ledger.damaged}

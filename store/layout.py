@@ -1,4 +1,4 @@
-"""Where things live in the results store (a local folder for now).
+"""Where things live in the results store (a local folder, or a URL such as s3://bucket/prefix: store/fs.py).
 
   <root>/cells/<cell_key>/<attempt_id>/requests.parquet   per-request rows
   <root>/cells/<cell_key>/<attempt_id>/summary.parquet    one row: the cell's figures
@@ -16,7 +16,8 @@ leftovers of an interrupted write and are ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+
+from store.fs import StoreRoot
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -27,37 +28,37 @@ PROBE = "probe.parquet"
 
 @dataclass(frozen=True)
 class StoreLayout:
-    root: Path
+    root: StoreRoot  # a local Path or a store/fs.py StorePath: both take `/`, glob, read_text
 
-    def cell_dir(self, cell_key: str) -> Path:
+    def cell_dir(self, cell_key: str) -> StoreRoot:
         return self.root / "cells" / cell_key
 
-    def attempt_dir(self, cell_key: str, attempt_id: str) -> Path:
+    def attempt_dir(self, cell_key: str, attempt_id: str) -> StoreRoot:
         return self.cell_dir(cell_key) / attempt_id
 
-    def session_file(self, session_id: str) -> Path:
+    def session_file(self, session_id: str) -> StoreRoot:
         return self.sessions_dir() / f"{session_id}.json"
 
-    def sessions_dir(self) -> Path:
+    def sessions_dir(self) -> StoreRoot:
         return self.root / "sessions"
 
-    def equivalence_dir(self) -> Path:
+    def equivalence_dir(self) -> StoreRoot:
         return self.root / "equivalence"
 
-    def equivalence_file(self, session_id: str) -> Path:
+    def equivalence_file(self, session_id: str) -> StoreRoot:
         return self.equivalence_dir() / f"{session_id}.parquet"
 
-    def reports_dir(self) -> Path:
+    def reports_dir(self) -> StoreRoot:
         return self.root / "reports"
 
-    def report_file(self, experiment: str) -> Path:
+    def report_file(self, experiment: str) -> StoreRoot:
         return self.reports_dir() / f"{experiment}.html"
 
-    def logs_dir(self, session_id: str) -> Path:
+    def logs_dir(self, session_id: str) -> StoreRoot:
         return self.root / "logs" / session_id
 
-    def engine_log(self, session_id: str, engine_key: str) -> Path:
+    def engine_log(self, session_id: str, engine_key: str) -> StoreRoot:
         return self.logs_dir(session_id) / f"{engine_key}.log"
 
-    def manifests(self) -> list[Path]:
+    def manifests(self) -> list[StoreRoot]:
         return sorted((self.root / "cells").glob(f"*/*/{MANIFEST}"))

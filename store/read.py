@@ -9,6 +9,8 @@ out of every view, named in `verified_attempts`'s problems and in the
 from __future__ import annotations
 
 import json
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from store.fs import StorePath, StoreRoot
 from store.layout import PROBE, REQUESTS, SUMMARY, StoreLayout
 from store.verify import Damage, FileEntry, check_attempt, parse_files
 
@@ -25,7 +28,7 @@ from store.verify import Damage, FileEntry, check_attempt, parse_files
 class Attempt:
     """One attempt's manifest as found in the store."""
 
-    folder: Path
+    folder: StoreRoot
     cell_key: str
     attempt_id: str
     session_id: str
@@ -44,7 +47,7 @@ class Attempt:
         )
 
 
-def attempts(root: Path) -> tuple[list[Attempt], list[str]]:
+def attempts(root: StoreRoot) -> tuple[list[Attempt], list[str]]:
     """Every readable manifest, and a problem line for each unreadable one (skipped)."""
     found, problems = [], []
     for path in StoreLayout(root).manifests():
@@ -79,7 +82,7 @@ def measured_valid(attempt: Attempt) -> bool:
     if attempt.valid is not None:
         return attempt.valid
     try:
-        column = pq.read_table(attempt.folder / SUMMARY, columns=["valid"]).column("valid").to_pylist()
+        column = read_parquet(attempt.folder / SUMMARY, columns=["valid"]).column("valid").to_pylist()
     except (OSError, ValueError, KeyError):
         return True  # no verdict recorded: treat as measured, as before
     return bool(column and column[0])
@@ -95,7 +98,7 @@ class Verified:
     problems: list[str]  # a line per unreadable manifest and per damaged attempt
 
 
-def verified_attempts(root: Path, checksums: bool = True) -> Verified:
+def verified_attempts(root: StoreRoot, checksums: bool = True) -> Verified:
     """Ok attempts whose files are whole (sizes, and sha256 unless `checksums=False`)."""
     found, problems = attempts(root)
     good, damaged = [], []
@@ -110,16 +113,23 @@ def verified_attempts(root: Path, checksums: bool = True) -> Verified:
     return Verified(found, good, damaged, problems)
 
 
-def ok_attempts(root: Path, checksums: bool = True) -> tuple[list[Attempt], list[str]]:
+def ok_attempts(root: StoreRoot, checksums: bool = True) -> tuple[list[Attempt], list[str]]:
     """Attempts whose manifest says ok and whose files are whole, and a line per problem."""
     verified = verified_attempts(root, checksums)
     return verified.good, verified.problems
 
 
-def ok_files(root: Path, name: str) -> list[str]:
+def ok_files(root: StoreRoot, name: str) -> list[str]:
     """Paths of `name` (requests/summary Parquet) from whole ok attempts."""
     good, _ = ok_attempts(root)
     return [str(a.folder / name) for a in good]
+
+
+def read_parquet(path: StoreRoot, columns: list[str] | None = None) -> pa.Table:
+    """One Parquet file of the store, local or through pyarrow's filesystem (store/fs.py)."""
+    if isinstance(path, StorePath):
+        return pq.read_table(path.store.full(path.key), columns=columns, filesystem=path.store.fs)
+    return pq.read_table(path, columns=columns)
 
 
 def _sql_list(paths: list[str]) -> str:
@@ -134,6 +144,33 @@ def _create_view(con: duckdb.DuckDBPyConnection, view: str, reader: str, paths: 
     """
     if paths:
         con.execute(f"CREATE VIEW {view} AS SELECT * FROM {reader}({_sql_list(paths)}, union_by_name=true)")
+
+
+def _create_arrow_view(con: duckdb.DuckDBPyConnection, view: str, paths: list[StorePath]) -> None:
+    """CREATE VIEW over Parquet objects read through pyarrow (no DuckDB httpfs: it is fetched at run
+    time, so offline it is not there); columns united by name as read_parquet's union_by_name does."""
+    if not paths:
+        return
+    with ThreadPoolExecutor(max_workers=min(8, len(paths))) as pool:
+        tables = list(pool.map(read_parquet, paths))
+    table = pa.concat_tables(tables, promote_options="permissive")
+    con.register(f"_{view}_arrow", table)
+    con.execute(f"CREATE VIEW {view} AS SELECT * FROM _{view}_arrow")
+
+
+def _create_json_view(con: duckdb.DuckDBPyConnection, view: str, paths: list[StorePath]) -> None:
+    """CREATE VIEW over JSON objects: copied to local files, read as local ones are (read_json_auto)."""
+    if not paths:
+        return
+    with tempfile.TemporaryDirectory(prefix="lever-grid-json-") as folder:
+        local = []
+        for index, path in enumerate(paths):
+            copy = Path(folder) / f"{index:06d}-{path.name}"
+            copy.write_bytes(path.read_bytes())
+            local.append(str(copy))
+        reader = f"read_json_auto({_sql_list(local)}, union_by_name=true)"
+        con.execute(f"CREATE TABLE _{view}_json AS SELECT * FROM {reader}")  # read before the copies go
+    con.execute(f"CREATE VIEW {view} AS SELECT * FROM _{view}_json")
 
 
 ATTEMPT_COLUMNS = [
@@ -163,7 +200,7 @@ def _attempts_table(con: duckdb.DuckDBPyConnection, verified: Verified) -> None:
     con.from_arrow(pa.Table.from_pylist(rows, schema=schema)).create("attempts")
 
 
-def connect(root: Path, checksums: bool = True) -> duckdb.DuckDBPyConnection:
+def connect(root: StoreRoot, checksums: bool = True) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with one view per kind of record in the store.
 
     requests     per-request rows of ok attempts
@@ -184,6 +221,13 @@ def connect(root: Path, checksums: bool = True) -> duckdb.DuckDBPyConnection:
     verified = verified_attempts(root, checksums)
     good = verified.good
     _attempts_table(con, verified)
+    if isinstance(root, StorePath):  # an object store: Parquet through pyarrow, Arrow tables to DuckDB
+        for view, name in (("requests", REQUESTS), ("cells", SUMMARY)):
+            _create_arrow_view(con, view, [a.folder / name for a in good])
+        _create_arrow_view(con, "probes", [a.folder / PROBE for a in good if (a.folder / PROBE).exists()])
+        _create_json_view(con, "sessions", sorted(layout.sessions_dir().glob("*.json")))
+        _create_arrow_view(con, "equivalence", sorted(layout.equivalence_dir().glob("*.parquet")))
+        return con
     for view, name in (("requests", REQUESTS), ("cells", SUMMARY)):
         _create_view(con, view, "read_parquet", [str(a.folder / name) for a in good])
     probes = [str(a.folder / PROBE) for a in good if (a.folder / PROBE).exists()]

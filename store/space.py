@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from pathlib import Path
+import uuid
+
+from store.fs import StorePath, StoreRoot
 
 # Room a cell needs: a study cell's files are ~5 MB (512 requests x 8192 tokens of
 # per-chunk timings and text); the margin covers the engine log and the next cells.
@@ -19,9 +21,11 @@ MIN_FREE_BYTES = 256 * 2**20
 STORE_UNUSABLE = "store cannot take results"
 
 
-def store_problem(root: Path, min_free_bytes: int = MIN_FREE_BYTES) -> str | None:
+def store_problem(root: StoreRoot, min_free_bytes: int = MIN_FREE_BYTES) -> str | None:
     """Why `root` cannot take a cell's results now (one line), or None when it can."""
     cells = root / "cells"  # where results go (store/layout.py)
+    if isinstance(root, StorePath):
+        return _object_store_problem(cells)
     try:
         cells.mkdir(parents=True, exist_ok=True)
         handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=cells)
@@ -41,5 +45,20 @@ def store_problem(root: Path, min_free_bytes: int = MIN_FREE_BYTES) -> str | Non
         return (
             f"{STORE_UNUSABLE}: {root} has {free / 2**20:,.0f} MiB free, less than the "
             f"{min_free_bytes / 2**20:,.0f} MiB a cell needs; free space or point paths.store elsewhere"
+        )
+    return None
+
+
+def _object_store_problem(cells: StorePath) -> str | None:
+    """An object store: can a probe object be written and removed? (It has no free space to check.)"""
+    probe = cells / f".write-probe-{uuid.uuid4().hex[:8]}"
+    try:
+        probe.write_bytes(b"0")
+        probe.unlink(missing_ok=True)
+    except OSError as exc:
+        return (
+            f"{STORE_UNUSABLE}: {cells.parent} is not writable ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0][:200]}); check the bucket, its endpoint and the credentials "
+            "in the environment"
         )
     return None

@@ -15,7 +15,6 @@ or checksum recorded, must open as Parquet (footer read).
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from store.fs import StorePath, StoreRoot
 from store.layout import PROBE, REQUESTS, SUMMARY
 
 HASH = "sha256"
@@ -70,21 +70,28 @@ class Damage:
         return f"attempt {self.attempt_id}: {self.file} unreadable ({self.what})"
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: StoreRoot) -> str:
     """Hex sha256 of the file's bytes (remembered for settled files, see SETTLED_S)."""
     before = path.stat()
     key = (str(path), before.st_size, before.st_mtime_ns, before.st_ctime_ns, before.st_ino)
     if (known := _digests.get(key)) is not None:
         return known
-    with path.open("rb") as handle:
-        digest = hashlib.file_digest(handle, HASH).hexdigest()
+    if isinstance(path, StorePath):  # an object: read through pyarrow's filesystem
+        hasher = hashlib.new(HASH)
+        with path.open_input() as handle:
+            while chunk := handle.read(8 * 2**20):
+                hasher.update(chunk)
+        digest = hasher.hexdigest()
+    else:
+        with path.open("rb") as handle:
+            digest = hashlib.file_digest(handle, HASH).hexdigest()
     settled = time.time() - before.st_mtime_ns / 1e9 >= SETTLED_S
-    if settled and os.stat(path).st_mtime_ns == before.st_mtime_ns:
+    if settled and path.stat().st_mtime_ns == before.st_mtime_ns:
         _digests[key] = digest
     return digest
 
 
-def file_entry(path: Path) -> FileEntry:
+def file_entry(path: StoreRoot) -> FileEntry:
     """The manifest entry of a file as it lies in the store now."""
     return FileEntry(path.name, path.stat().st_size, sha256_file(path))
 
@@ -139,7 +146,7 @@ def check_file(path: Path, entry: FileEntry, checksums: bool) -> str | None:
         return None
     if entry.sha256 is None and path.suffix == ".parquet":  # older manifests: the footer must open
         try:
-            pq.read_metadata(path)
+            pq.read_metadata(path.open_input() if isinstance(path, StorePath) else path)
         except (OSError, ValueError) as exc:
             return f"{type(exc).__name__}: {exc}"
     return None

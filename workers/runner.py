@@ -22,12 +22,13 @@ from grid.cells import Cell, EngineSpec, drafts_from_history
 from grid.errors import EngineError
 from grid.plan import EngineGroup
 from grid.schema import EquivalenceConfig, GateConfig
+from store.fs import StorePath, StoreRoot
 from store.layout import MANIFEST, StoreLayout
 from store.space import MIN_FREE_BYTES, store_problem
 from store.writer import write_failed_attempt, write_ok_attempt
 from workers import cudagraph_log, dynk_log, engine_registry, metrics, windows
 from workers.counters import ServerCounters, scrape
-from workers.engine import Engine, exit_description, log_tail, new_endpoint
+from workers.engine import LOG_TAIL_LINES, Engine, exit_description, log_tail, new_endpoint
 from workers.engine_args import serve_argv, serve_env, served_name
 from workers.engine_log import read_effective_config
 from workers.gates import GateInputs, evaluate
@@ -380,9 +381,13 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
     """Run every cell of one engine launch; return one outcome per cell, ok or failed."""
     layout = StoreLayout(ctx.store_root)
     spec = group.spec
-    log_path = layout.engine_log(ctx.session_id, f"{spec.key}-{uuid.uuid4().hex[:6]}")
+    stored_log = layout.engine_log(ctx.session_id, f"{spec.key}-{uuid.uuid4().hex[:6]}")
+    # A URL store (store/fs.py): the engine logs to a file on this node, copied to the store
+    # when it stops; the node's engine records stay on the node (they name its processes).
+    remote = isinstance(ctx.store_root, StorePath)
+    log_path = local_log(ctx, stored_log) if remote else stored_log
     endpoint = new_endpoint()
-    registry_dir = engine_registry.node_dir(ctx.store_root)
+    registry_dir = engine_registry.node_dir(ctx.cache_dir if remote else ctx.store_root)
     # Engines of earlier runs on this node whose owner died and whose guard did not end them.
     for line in engine_registry.sweep(registry_dir):
         print(f"lever-grid: {line}", file=sys.stderr, flush=True)
@@ -428,7 +433,34 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
             earlier.append(cell.corpus.name)
     finally:
         engine.stop()
+        if remote:
+            upload_log(log_path, stored_log)
     return outcomes
+
+
+def local_log(ctx: RunContext, stored: StorePath) -> Path:
+    """Where a node writes an engine's log before it goes to a URL store: <cache_dir>/logs/<session>/."""
+    return ctx.cache_dir / "logs" / ctx.session_id / stored.name
+
+
+def upload_log(local: Path, stored: StorePath) -> None:
+    """Copy an engine log to the store whole; a store that refuses it loses the log, not the cells."""
+    try:
+        if local.is_file():
+            stored.store.put_file(local, stored.key)
+    except OSError as exc:
+        print(f"lever-grid: engine log {local} not copied to {stored}: {exc}", file=sys.stderr, flush=True)
+
+
+def stored_log_tail(path: StoreRoot) -> str:
+    """The tail of an engine log in the store (local or URL)."""
+    if isinstance(path, StorePath):
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "".join(text.splitlines(keepends=True)[-LOG_TAIL_LINES:])
+    return log_tail(path)
 
 
 def _run_and_store(
@@ -474,7 +506,7 @@ def record_lost(group: EngineGroup, ctx: RunContext, error: str) -> list[CellOut
         layout.logs_dir(ctx.session_id).glob(f"{group.spec.key}-*.log"),
         key=lambda p: p.stat().st_mtime,
     )
-    tail = log_tail(logs[-1]) if logs else ""
+    tail = stored_log_tail(logs[-1]) if logs else ""
     return [_fail(layout, ctx, cell, error, tail) for cell in group.cells]
 
 

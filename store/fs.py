@@ -1,0 +1,301 @@
+"""The store on any filesystem pyarrow supports: a local folder, or `s3://bucket/prefix` (gs://, hdfs://).
+
+`open_store(url, options)` gives a local `Path` for a plain path (everything
+works as it always did) and a `StorePath` for a URL: a small pathlib-like
+value over a `Store` (a pyarrow filesystem and a base path in it), so the
+layout, the writers, the readers and the ledger take either.
+
+On an object store:
+- a file is written whole (one PUT, or a multipart upload that becomes visible
+  only when complete): `write_atomic` writes a local temp file, then uploads it;
+  an attempt still counts only when its manifest, written last, says ok;
+- credentials come from the environment and the AWS config files as pyarrow
+  reads them (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...); `paths.store_options`
+  holds only where and how to connect (endpoint_override, region, scheme, ...)
+  and refuses credential keys, so none is ever written to the store or a log;
+- a StorePath pickles as its URL and options, so a Ray worker rebuilds the
+  filesystem on its own node from its own environment and writes straight to
+  the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pyarrow.fs as pafs
+
+# Keys of paths.store_options that would put a secret into the config (and so the session record).
+SECRET_OPTIONS = ("access_key", "secret_key", "session_token")
+# S3FileSystem options that arrive from the config as strings.
+_S3_INT_OPTIONS = ("connect_timeout", "request_timeout")
+_S3_BOOL_OPTIONS = ("allow_bucket_creation", "background_writes", "force_virtual_addressing")
+
+
+class StoreError(ValueError):
+    """A store URL or option that cannot be used."""
+
+
+def is_url(value: str | os.PathLike[str]) -> bool:
+    """Whether a configured store is a URL (scheme://...) rather than a local path; file:// is local."""
+    text = str(value)
+    scheme = urlsplit(text).scheme if "://" in text else ""
+    return bool(scheme) and scheme != "file"
+
+
+def _s3_filesystem(options: Mapping[str, Any]) -> pafs.FileSystem:
+    kwargs: dict[str, Any] = {}
+    for key, value in options.items():
+        if key in _S3_INT_OPTIONS:
+            kwargs[key] = float(value)
+        elif key in _S3_BOOL_OPTIONS:
+            kwargs[key] = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+        else:
+            kwargs[key] = value
+    env_endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    kwargs.setdefault("endpoint_override", env_endpoint)
+    if kwargs["endpoint_override"] is None:
+        del kwargs["endpoint_override"]
+    else:
+        # pyarrow wants host:port and the scheme apart.
+        endpoint = str(kwargs["endpoint_override"])
+        if "://" in endpoint:
+            scheme, _, rest = endpoint.partition("://")
+            kwargs["endpoint_override"] = rest.rstrip("/")
+            kwargs.setdefault("scheme", scheme)
+    return pafs.S3FileSystem(**kwargs)
+
+
+def make_filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple[pafs.FileSystem, str]:
+    """pyarrow's filesystem for `url` and the base path in it; `options` configure S3 (never credentials)."""
+    options = dict(options or {})
+    if secret := [k for k in options if k in SECRET_OPTIONS]:
+        raise StoreError(
+            f"paths.store_options may not hold {', '.join(secret)}: credentials come from the environment "
+            "(AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, an instance role), never the config"
+        )
+    parts = urlsplit(url)
+    if parts.scheme == "s3":
+        base = (parts.netloc + parts.path).rstrip("/")
+        if not parts.netloc:
+            raise StoreError(f"paths.store {url}: no bucket (s3://bucket/prefix)")
+        return _s3_filesystem(options), base
+    if options:
+        raise StoreError(f"paths.store_options apply to s3:// stores only, not {parts.scheme}://")
+    try:
+        filesystem, base = pafs.FileSystem.from_uri(url)
+    except (ValueError, OSError) as exc:
+        raise StoreError(f"paths.store {url}: {exc}") from exc
+    return filesystem, base.rstrip("/")
+
+
+@dataclass(frozen=True)
+class StoreStat:
+    """What `StorePath.stat` gives: the fields of os.stat_result the harness reads."""
+
+    st_size: int
+    st_mtime_ns: int
+
+    @property
+    def st_mtime(self) -> float:
+        return self.st_mtime_ns / 1e9
+
+    @property
+    def st_ctime_ns(self) -> int:
+        return self.st_mtime_ns
+
+    @property
+    def st_ino(self) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class Store:
+    """A pyarrow filesystem and the store's base path in it (e.g. S3: `bucket/prefix`)."""
+
+    url: str
+    options: tuple[tuple[str, Any], ...] = ()
+    fs: pafs.FileSystem = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    base: str = ""
+
+    @classmethod
+    def open(cls, url: str, options: Mapping[str, Any] | None = None) -> Store:
+        filesystem, base = make_filesystem(url, options)
+        return cls(url.rstrip("/"), tuple(sorted((options or {}).items())), filesystem, base)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The URL and options only: the worker builds its own filesystem (and credentials) on its node.
+        return (Store.open, (self.url, dict(self.options)))
+
+    def options_dict(self) -> dict[str, Any]:
+        return dict(self.options)
+
+    def full(self, key: str) -> str:
+        return f"{self.base}/{key}" if key else self.base
+
+    def info(self, key: str) -> pafs.FileInfo:
+        return self.fs.get_file_info(self.full(key))
+
+    def exists(self, key: str) -> bool:
+        return self.info(key).type != pafs.FileType.NotFound
+
+    def read_bytes(self, key: str) -> bytes:
+        with self.fs.open_input_stream(self.full(key)) as stream:
+            return stream.read()
+
+    def write_bytes_atomic(self, key: str, data: bytes) -> None:
+        """One object, visible only whole (object stores: one PUT)."""
+        with self.fs.open_output_stream(self.full(key)) as stream:
+            stream.write(data)
+
+    def put_file(self, local: Path, key: str) -> None:
+        """Upload a local file whole (a multipart upload is visible only once complete)."""
+        with local.open("rb") as source, self.fs.open_output_stream(self.full(key)) as stream:
+            while chunk := source.read(8 * 2**20):
+                stream.write(chunk)
+
+    def list(self, key: str = "", recursive: bool = True) -> list[tuple[str, pafs.FileInfo]]:
+        """(key relative to the store, info) of every file under `key`; none if it does not exist."""
+        selector = pafs.FileSelector(self.full(key), recursive=recursive, allow_not_found=True)
+        prefix = self.base + "/" if self.base else ""
+        return [
+            (info.path.removeprefix(prefix), info)
+            for info in self.fs.get_file_info(selector)
+            if info.type == pafs.FileType.File
+        ]
+
+    def delete(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.delete_file(self.full(key))
+
+
+@dataclass(frozen=True)
+class StorePath:
+    """A file or folder of a Store, with the pathlib methods the harness uses.
+
+    Deliberately no __fspath__: code that would open it as a local file fails loudly.
+    """
+
+    store: Store
+    key: str = ""
+
+    # -- names ---------------------------------------------------------------
+    def __truediv__(self, other: str | os.PathLike[str]) -> StorePath:
+        part = str(other).strip("/")
+        return StorePath(self.store, f"{self.key}/{part}" if self.key else part)
+
+    def __str__(self) -> str:
+        return f"{self.store.url}/{self.key}" if self.key else self.store.url
+
+    def __lt__(self, other: StorePath) -> bool:
+        return str(self) < str(other)
+
+    @property
+    def name(self) -> str:
+        return self.key.rsplit("/", 1)[-1]
+
+    @property
+    def suffix(self) -> str:
+        name = self.name
+        return name[name.rfind(".") :] if "." in name.lstrip(".") else ""
+
+    @property
+    def stem(self) -> str:
+        return self.name[: len(self.name) - len(self.suffix)] if self.suffix else self.name
+
+    @property
+    def parent(self) -> StorePath:
+        return StorePath(self.store, self.key.rsplit("/", 1)[0] if "/" in self.key else "")
+
+    def with_suffix(self, suffix: str) -> StorePath:
+        return self.parent / (self.stem + suffix)
+
+    # -- queries -------------------------------------------------------------
+    def stat(self) -> StoreStat:
+        info = self.store.info(self.key)
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(str(self))
+        return StoreStat(info.size or 0, info.mtime_ns or 0)
+
+    def exists(self) -> bool:
+        return self.store.exists(self.key)
+
+    def is_file(self) -> bool:
+        return self.store.info(self.key).type == pafs.FileType.File
+
+    def is_dir(self) -> bool:
+        # Object stores have no folders: one exists when something lies under it.
+        return self.store.info(self.key).type == pafs.FileType.Directory or bool(self.store.list(self.key))
+
+    def glob(self, pattern: str) -> Iterator[StorePath]:
+        """Files under this folder matching `pattern` segment by segment (no `**`)."""
+        wanted = pattern.split("/")
+        prefix = self.key + "/" if self.key else ""
+        for key, _ in self.store.list(self.key, recursive=len(wanted) > 1):
+            parts = key.removeprefix(prefix).split("/")
+            if len(parts) == len(wanted) and all(
+                fnmatch.fnmatchcase(p, w) for p, w in zip(parts, wanted, strict=True)
+            ):
+                yield StorePath(self.store, key)
+
+    # -- contents ------------------------------------------------------------
+    def read_bytes(self) -> bytes:
+        try:
+            return self.store.read_bytes(self.key)
+        except OSError as exc:
+            if not self.exists():
+                raise FileNotFoundError(str(self)) from exc
+            raise
+
+    def read_text(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return self.read_bytes().decode(encoding, errors)
+
+    def open_input(self) -> Any:
+        """A pyarrow input file (seekable): for hashing and Parquet footers."""
+        return self.store.fs.open_input_file(self.store.full(self.key))
+
+    def write_bytes(self, data: bytes) -> int:
+        self.store.write_bytes_atomic(self.key, data)
+        return len(data)
+
+    def write_text(self, text: str, encoding: str = "utf-8") -> int:
+        return self.write_bytes(text.encode(encoding))
+
+    def unlink(self, missing_ok: bool = False) -> None:
+        if not missing_ok and not self.exists():
+            raise FileNotFoundError(str(self))
+        self.store.delete(self.key)
+
+    def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
+        """Nothing to make: object stores have no folders."""
+
+
+StoreRoot = Path | StorePath
+
+
+def open_store(value: str | os.PathLike[str], options: Mapping[str, Any] | None = None) -> StoreRoot:
+    """A local Path for a plain path (or file://), a StorePath for any other URL pyarrow can open."""
+    text = str(value)
+    if not is_url(text):
+        if options:
+            raise StoreError("paths.store_options apply to URL stores (s3://...) only, not a local path")
+        return Path(text.removeprefix("file://")) if text.startswith("file://") else Path(text)
+    return StorePath(Store.open(text, options))
+
+
+def is_remote(root: object) -> bool:
+    return isinstance(root, StorePath)
+
+
+@contextlib.contextmanager
+def local_copy_dir() -> Iterator[Path]:
+    """A temp folder for files passed through on their way to or from a remote store."""
+    with tempfile.TemporaryDirectory(prefix="lever-grid-store-") as folder:
+        yield Path(folder)
