@@ -12,9 +12,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from grid.catalog import load_spec
+from grid.catalog import Catalog, catalog_of, load_spec
 from grid.cells import Cell, EngineSpec
-from grid.compose import CONF_DIR
 from grid.errors import ConfigError
 from grid.expand import corpus_load, lever_ks
 from grid.schema import Config, CorpusSpec, LeverSpec, ModelSpec
@@ -22,7 +21,7 @@ from grid.schema import Config, CorpusSpec, LeverSpec, ModelSpec
 ANCHOR_POSITIONS = ("start", "end")
 
 
-def anchor_cells(config: Config, conf_dir: Path = CONF_DIR) -> tuple[Cell, Cell] | None:
+def anchor_cells(config: Config, conf_dir: Path | Catalog | None = None) -> tuple[Cell, Cell] | None:
     """The session's (start, end) anchor cells, or None when grid.anchor.enabled is false.
 
     Default: `van` on the grid's first model and first corpus, repeat 0, at the
@@ -31,11 +30,12 @@ def anchor_cells(config: Config, conf_dir: Path = CONF_DIR) -> tuple[Cell, Cell]
     spec = config.grid.anchor
     if not spec.enabled:
         return None
+    catalog = conf_dir if conf_dir is not None else catalog_of(config)  # the run's own specs and folders
     model_name = spec.model or config.grid.models[0]
     corpus_name = spec.corpus or config.grid.corpora[0]
-    model = load_spec(ModelSpec, model_name, conf_dir)
-    lever = load_spec(LeverSpec, spec.lever, conf_dir)
-    corpus = load_spec(CorpusSpec, corpus_name, conf_dir)
+    model = load_spec(ModelSpec, model_name, catalog)
+    lever = load_spec(LeverSpec, spec.lever, catalog)
+    corpus = load_spec(CorpusSpec, corpus_name, catalog)
     if lever.quantized:
         raise ConfigError(f"grid.anchor.lever '{lever.name}' changes the model; anchor on a lossless lever")
     k = lever_ks(lever, None)[0]
