@@ -6,8 +6,9 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
 
 import pandas as pd
@@ -21,6 +22,7 @@ from grid.cells import stable_hash
 from grid.compose import compose_config
 from grid.cost import launch_order
 from grid.expand import expand, to_config
+from grid.lease import CellLeases
 from grid.ledger import build_ledger, kept_invalid, select
 from grid.paths import project_path, store_path
 from grid.plan import EngineGroup, group_by_engine
@@ -55,6 +57,7 @@ def run(overrides: list[str], console: Console | None = None) -> int:
         gates=config.gates,
         min_store_free_bytes=config.run.min_store_free_mb * 2**20,
     )
+    started_s = time.time()  # before the store is read: another driver's later results are new
     ledger = build_ledger(ctx.store_root)
     for problem in ledger.problems:
         console.print(f"[yellow]store:[/] {problem}")
@@ -88,8 +91,9 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     )
     outcomes: list[CellOutcome] = []
     stop = Stop()
+    leases = CellLeases(ctx.store_root, ctx.session_id, config.run.lease_s, console.print, started_s)
     if todo:
-        outcomes = launch(phases, ctx, config, console, stop)
+        outcomes = launch(phases, ctx, config, console, stop, leases)
         if not stop:  # a stopped run does not judge half a session (nor write to a store that failed)
             verdicts = write_verdicts(ctx.store_root, ctx.session_id, config.gates.equivalence)
             report_verdicts(verdicts, console)
@@ -101,11 +105,18 @@ def run(overrides: list[str], console: Console | None = None) -> int:
         render_repeats(session_cells, console)
     if not session_cells.empty and (share := share_line(session_cells)):
         console.print(share)
-    counts = cell_counts(final, sum(len(g.cells) for groups in phases for g in groups))
+    # Cells another driver leased (or measured meanwhile): that driver's to measure, not pending here.
+    elsewhere = {k: why for k, why in leases.skipped.items() if k not in final}
+    counts = cell_counts(final, sum(len(g.cells) for groups in phases for g in groups) - len(elsewhere))
     console.print(
         ", ".join(f"{name} {n}" for name, n in counts.items())
-        + f", skipped {len(cells) - len(todo)} (cells; attempts {len(outcomes)})"
+        + f", skipped {len(cells) - len(todo)}"
+        + (f", left to other drivers {len(elsewhere)}" if elsewhere else "")
+        + f" (cells; attempts {len(outcomes)})"
     )
+    labels = {c.key: c.label for groups in phases for g in groups for c in g.cells}
+    for key, why in elsewhere.items():
+        console.print(f"[yellow]left to another driver[/] {labels.get(key, key)}: {why}")
     for outcome in final.values():
         if outcome.status == "failed":
             console.print(f"[red]failed[/] {outcome.label}: {outcome.error}")
@@ -153,13 +164,19 @@ def report_verdicts(frame: pd.DataFrame, console: Console) -> None:
 
 
 def launch(
-    phases: list[list[EngineGroup]], ctx: RunContext, config: Config, console: Console, stop: Stop
+    phases: list[list[EngineGroup]],
+    ctx: RunContext,
+    config: Config,
+    console: Console,
+    stop: Stop,
+    leases: CellLeases | None = None,
 ) -> list[CellOutcome]:
     """Write the session record, run the phases' groups on Ray with a live progress bar.
 
     Ctrl-C or SIGTERM sets `stop`: in-flight actors are killed (their engines
     follow), their unfinished cells recorded as interrupted, the session's end
-    written; a second signal exits at once.
+    written; a second signal exits at once. With `leases`, each group runs only
+    the cells no other driver is measuring (grid/lease.py).
     """
     layout = StoreLayout(ctx.store_root)
     session = fingerprint(ctx.session_id, stable_hash(asdict(config)))
@@ -187,9 +204,11 @@ def launch(
         from grid.schedule import init_ray, run_phases  # Ray only once everything else checked out
 
         init_ray(config.ray)  # first: Ray's driver installs a SIGTERM handler of its own
-        with stop_on_signals(stop, progress.console):
+        if leases is not None:
+            leases.say = progress.console.print
+        with stop_on_signals(stop, progress.console), leases.renewing() if leases else nullcontext():
             try:
-                outcomes = run_phases(phases, ctx, config.ray, config.run.max_attempts, report, stop)
+                outcomes = run_phases(phases, ctx, config.ray, config.run.max_attempts, report, stop, leases)
             except Stopped as exc:
                 outcomes = exc.outcomes
     try:

@@ -25,6 +25,7 @@ from ray.exceptions import RayError
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from grid.lease import CellLeases
 from grid.plan import EngineGroup
 from grid.schema import RayConfig
 from grid.stop import Stop, Stopped
@@ -142,9 +143,10 @@ def run_groups(
     max_attempts: int = 1,
     on_outcome: Callable[[CellOutcome], None] = lambda _: None,
     stop: Stop | None = None,
+    leases: CellLeases | None = None,
 ) -> list[CellOutcome]:
     """Run every group on the cluster; return all outcomes (every attempt), in completion order."""
-    return run_phases([groups], ctx, ray_cfg, max_attempts, on_outcome, stop)
+    return run_phases([groups], ctx, ray_cfg, max_attempts, on_outcome, stop, leases)
 
 
 def run_phases(
@@ -154,6 +156,7 @@ def run_phases(
     max_attempts: int = 1,
     on_outcome: Callable[[CellOutcome], None] = lambda _: None,
     stop: Stop | None = None,
+    leases: CellLeases | None = None,
 ) -> list[CellOutcome]:
     """Run the phases one after another (a phase starts when the previous one has settled).
 
@@ -161,13 +164,17 @@ def run_phases(
     When `stop` is set (by a signal handler, or by a cell whose store cannot take
     results) the in-flight actors are killed (their engines follow), their
     unfinished cells recorded as interrupted, and Stopped raised with every outcome.
+    With `leases` (grid/lease.py) a group starts with only the cells this driver
+    holds a lease on (other drivers measure the rest); its leases go when it settles.
     """
     init_ray(ray_cfg)
     worker_cls = ray.remote(EngineWorker)
     stop = stop if stop is not None else Stop()
     outcomes: list[CellOutcome] = []
     for groups in phases:
-        outcomes += _run_phase(groups, ctx, ray_cfg, max_attempts, on_outcome, worker_cls, stop, outcomes)
+        outcomes += _run_phase(
+            groups, ctx, ray_cfg, max_attempts, on_outcome, worker_cls, stop, outcomes, leases
+        )
     return outcomes
 
 
@@ -180,6 +187,7 @@ def _run_phase(
     worker_cls: Any,
     stop: Stop,
     earlier: list[CellOutcome],
+    leases: CellLeases | None = None,
 ) -> list[CellOutcome]:
     queue = deque(Launch(g, 1) for g in sorted(groups, key=lambda g: -g.gpus))
     in_flight: dict[Any, Launch] = {}
@@ -187,6 +195,8 @@ def _run_phase(
     limit = in_flight_limit(ray_cfg)
 
     def settle(launch: Launch, results: list[CellOutcome]) -> None:
+        if leases is not None:
+            leases.release(launch.group)
         for outcome in results:
             on_outcome(outcome)
         outcomes.extend(results)
@@ -209,6 +219,10 @@ def _run_phase(
             if reason := unplaceable(launch.group, ray_cfg):
                 settle(launch, record_lost(launch.group, ctx, f"unplaceable: {reason}"))
                 continue
+            if leases is not None:  # only the cells no other driver is measuring
+                if (held := leases.take(launch.group)) is None:
+                    continue
+                launch = dataclasses.replace(launch, group=held)
             in_flight[start(launch, ctx, ray_cfg, worker_cls)] = launch
         stop.engines = len(in_flight)
         if not in_flight:

@@ -333,6 +333,9 @@ class RunConfig:
     # Room the store must have before each engine start (store/space.py); a store
     # with less, or one that cannot be written, stops the run before the engine starts.
     min_store_free_mb: int = 256
+    # Several drivers, one store (grid/lease.py): a driver leases each cell before its engine starts
+    # and renews the lease every third of this; a killed driver's leases expire after it.
+    lease_s: float = 120.0
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 from rich.console import Console
@@ -13,11 +14,13 @@ from grid.compose import compose_config
 from grid.expand import expand, to_config
 from grid.ledger import DAMAGED, DONE, FAILED, INTERRUPTED, INVALID, PENDING, build_ledger
 from grid.paths import store_path
+from store.lease import all_leases
 
 
 def status(overrides: list[str], console: Console | None = None, checksums: bool = True) -> int:
     """Print done / invalid / failed / interrupted / damaged / pending counts, each cell's last error,
-    every damaged file by name, and the GPU time share.
+    every damaged file by name, the cells other drivers hold leases on (and their owners),
+    and the GPU time share.
 
     A cell is done only if its files are whole: sizes and sha256 checksums as
     recorded (`checksums=False`, `status --quick`: sizes only).
@@ -40,6 +43,20 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
         f"interrupted {counts[INTERRUPTED]}, damaged {counts[DAMAGED]} (measured again on resume), "
         f"pending {counts[PENDING]}"
     )
+    now = time.time()
+    for lease in all_leases(root):
+        if (label := labels.get(lease.cell_key)) is None:
+            continue
+        if lease.expired(now):
+            console.print(
+                f"[yellow]stale lease[/] {label}: {lease.holder()}, expired {now - lease.expires_at:,.0f} s "
+                "ago (its driver is gone; the next run takes it over)"
+            )
+        else:
+            console.print(
+                f"leased: {label}: being measured by {lease.holder()}, "
+                f"lease renewed until {lease.expires_at - now:,.0f} s from now"
+            )
     older = (
         f"; {ledger.footer_only} older attempts record no checksums: their Parquet footers checked"
         if ledger.footer_only

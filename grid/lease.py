@@ -1,0 +1,143 @@
+"""The driver's leases: several drivers, one store; a cell is measured by one of them at a time.
+
+Before an engine group starts, the driver takes a lease on each of its cells
+(store/lease.py); cells leased by another driver are left out of the group
+(skipped: that driver measures them), and so are cells another driver has
+measured since this run read the store. A thread renews the held leases
+every third of run.lease_s; a group's leases are removed when it settles.
+A killed driver's leases expire after run.lease_s and the next driver takes
+them over, saying so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+from grid.plan import EngineGroup
+from store.fs import StoreRoot
+from store.layout import MANIFEST, StoreLayout
+from store.lease import Lease, create, lease_path, read_lease, release, renew, take_over
+
+
+def measured_since(root: StoreRoot, cell_key: str, since_s: float, owner: str) -> str | None:
+    """The session of another driver that stored an ok attempt of the cell since `since_s`, if any."""
+    for manifest in StoreLayout(root).cell_dir(cell_key).glob(f"*/{MANIFEST}"):
+        try:
+            if manifest.stat().st_mtime < since_s:
+                continue
+            data = json.loads(manifest.read_text())
+        except (OSError, ValueError):
+            continue
+        if data.get("status") == "ok" and data.get("session_id") != owner:
+            return str(data.get("session_id"))
+    return None
+
+
+class CellLeases:
+    """The leases one driver holds, and the cells it left to other drivers."""
+
+    def __init__(
+        self, root: StoreRoot, owner: str, ttl_s: float, say: Callable[[str], None], since_s: float
+    ) -> None:
+        self.root, self.owner, self.ttl_s, self.say = root, owner, ttl_s, say
+        # Object stores keep LastModified to the second: a manifest of the same second counts.
+        self.since_s = since_s - 1.0
+        self.held: dict[str, Lease] = {}
+        self.skipped: dict[str, str] = {}  # cell key -> who has it
+        self.lock = threading.Lock()
+
+    def take(self, group: EngineGroup) -> EngineGroup | None:
+        """The group with only the cells this driver now holds; None when it holds none."""
+        cells = []
+        for cell in group.cells:
+            if (lease := self._take(cell.key, cell.label)) is None:
+                continue
+            with self.lock:
+                self.held[cell.key] = lease
+            if (other := measured_since(self.root, cell.key, self.since_s, self.owner)) is not None:
+                self._release(cell.key)
+                self.skipped[cell.key] = f"measured by session {other} since this run started"
+                continue
+            cells.append(cell)
+        return dataclasses.replace(group, cells=tuple(cells)) if cells else None
+
+    def _take(self, key: str, label: str) -> Lease | None:
+        path = lease_path(self.root, key)
+        for _ in range(3):
+            lease = Lease.new(key, self.owner, self.ttl_s)
+            if create(path, lease):
+                return lease
+            try:
+                current = read_lease(path)
+            except ValueError as exc:
+                self.skipped[key] = str(exc)
+                return None
+            if current is None:
+                continue  # released meanwhile: try again
+            if not current.expired():
+                self.skipped[key] = f"leased by {current.holder()}"
+                return None
+            lease = dataclasses.replace(lease, took_over=current.holder())
+            if take_over(path, current, lease):
+                ago = time.time() - current.expires_at
+                self.say(f"lease: took over {label} from {current.holder()} (expired {ago:,.0f} s ago)")
+                return lease
+        self.skipped[key] = "lease contended"
+        return None
+
+    def _release(self, key: str) -> None:
+        with self.lock:
+            lease = self.held.pop(key, None)
+        if lease is not None:
+            release(lease_path(self.root, key), lease)
+
+    def release(self, group: EngineGroup) -> None:
+        for cell in group.cells:
+            self._release(cell.key)
+
+    def release_all(self) -> None:
+        with self.lock:
+            keys = list(self.held)
+        for key in keys:
+            self._release(key)
+
+    def renew_all(self) -> None:
+        with self.lock:
+            held = dict(self.held)
+        for key, lease in held.items():
+            try:
+                renewed = renew(lease_path(self.root, key), lease, self.ttl_s)
+            except OSError as exc:
+                self.say(f"lease: could not renew {key} ({exc}); retrying")
+                continue
+            with self.lock:
+                if key not in self.held:
+                    continue  # released meanwhile
+                if renewed is None:
+                    self.held.pop(key)
+                    self.say(f"lease: lost the lease on cell {key} (taken over or removed)")
+                else:
+                    self.held[key] = renewed
+
+    @contextlib.contextmanager
+    def renewing(self) -> Iterator[CellLeases]:
+        """Renew the held leases every third of the lease time; release them all at the end."""
+        done = threading.Event()
+
+        def loop() -> None:
+            while not done.wait(self.ttl_s / 3):
+                self.renew_all()
+
+        thread = threading.Thread(target=loop, name="lease-renewal", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            done.set()
+            thread.join(timeout=10)
+            self.release_all()

@@ -1,0 +1,168 @@
+"""Leases: which driver is measuring a cell now, so two drivers on one store never measure it at once.
+
+`<root>/leases/<cell_key>.json` holds the owner (session id), host, pid, a
+random token and an expiry. A driver takes the lease before it starts an
+engine on the cell, renews it while the cell's group runs, and removes it
+when the group settles. A lease past its expiry (its driver was killed) is
+taken over, and the new lease names the one it replaced.
+
+How "created only if absent" is made:
+- a local folder: the lease is written to a temp file, then hard-linked onto
+  its name (link fails if the name exists), so a reader sees no lease or a
+  whole one; a stale one is renamed away first, and only the driver whose
+  rename moved the stale token goes on to create;
+- an object store (store/fs.py): pyarrow's filesystem has no conditional PUT
+  (S3's If-None-Match), and boto3 cannot share the harness's venv (botocore
+  pins python-dateutil < 3), so it is best effort: PUT only if absent, wait
+  READ_BACK_S, read it back; S3 is strongly consistent and the last PUT wins,
+  so of two drivers whose PUTs both land within READ_BACK_S exactly one reads
+  its own token back. Two PUTs further apart than that see each other's lease.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import socket
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from store.atomic import write_atomic
+from store.fs import StorePath, StoreRoot
+
+LEASES = "leases"
+# Object stores: how long a driver waits before it reads back the lease it PUT (see above).
+READ_BACK_S = 0.5
+
+
+@dataclass(frozen=True)
+class Lease:
+    cell_key: str
+    owner: str  # the driver's session id
+    host: str
+    pid: int
+    token: str
+    expires_at: float  # epoch s
+    took_over: str | None = None  # the holder of the stale lease this one replaced
+
+    @classmethod
+    def new(cls, cell_key: str, owner: str, ttl_s: float) -> Lease:
+        host, token = socket.gethostname(), secrets.token_hex(8)
+        return cls(cell_key, owner, host, os.getpid(), token, time.time() + ttl_s)
+
+    def expired(self, now: float | None = None) -> bool:
+        return (now if now is not None else time.time()) > self.expires_at
+
+    def holder(self) -> str:
+        return f"{self.owner} on {self.host} (pid {self.pid})"
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(asdict(self), indent=1, sort_keys=True).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Lease:
+        raw = json.loads(data)
+        return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
+
+
+def lease_path(root: StoreRoot, cell_key: str) -> StoreRoot:
+    return root / LEASES / f"{cell_key}.json"
+
+
+def read_lease(path: StoreRoot) -> Lease | None:
+    """The lease at `path`; None when there is none. An unreadable one raises ValueError."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        return Lease.from_bytes(data)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: unreadable lease ({exc})") from exc
+
+
+def all_leases(root: StoreRoot) -> list[Lease]:
+    """Every readable lease in the store (expired ones too)."""
+    found = []
+    folder = root / LEASES
+    paths = folder.glob("*.json") if isinstance(folder, StorePath) or folder.is_dir() else []
+    for path in sorted(paths):
+        with contextlib.suppress(ValueError, OSError):
+            if (lease := read_lease(path)) is not None:
+                found.append(lease)
+    return found
+
+
+def create(path: StoreRoot, lease: Lease) -> bool:
+    """Write the lease only if none is there; True when this driver holds it."""
+    if isinstance(path, StorePath):
+        if path.exists():
+            return False
+        path.write_bytes(lease.to_bytes())
+        time.sleep(READ_BACK_S)
+        with contextlib.suppress(ValueError):
+            current = read_lease(path)
+            return current is not None and current.token == lease.token
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{lease.token}-{path.name}")
+    tmp.write_bytes(lease.to_bytes())
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+    return True
+
+
+def take_over(path: StoreRoot, stale: Lease, lease: Lease) -> bool:
+    """Replace the expired lease `stale` with `lease`; False when another driver got there first."""
+    if isinstance(path, StorePath):
+        with contextlib.suppress(ValueError):
+            current = read_lease(path)
+            if current is not None and current.token != stale.token:
+                return False
+        path.unlink(missing_ok=True)
+        return create(path, lease)
+    assert isinstance(path, Path)
+    moved = path.with_name(f".stale-{lease.token}-{path.name}")
+    try:
+        os.rename(path, moved)
+    except FileNotFoundError:
+        return create(path, lease)
+    try:
+        ours = Lease.from_bytes(moved.read_bytes()).token == stale.token
+    except (ValueError, KeyError, TypeError):
+        ours = True  # unreadable: moved away as stale
+    if not ours:  # another driver's fresh lease: put it back (unless a third one holds the name now)
+        with contextlib.suppress(FileExistsError):
+            os.link(moved, path)
+        moved.unlink(missing_ok=True)
+        return False
+    moved.unlink(missing_ok=True)
+    return create(path, lease)
+
+
+def renew(path: StoreRoot, lease: Lease, ttl_s: float) -> Lease | None:
+    """Push the expiry on; None when the lease is no longer this driver's (taken over or removed)."""
+    try:
+        current = read_lease(path)
+    except ValueError:
+        return None
+    if current is None or current.token != lease.token:
+        return None
+    renewed = replace(lease, expires_at=time.time() + ttl_s)
+    write_atomic(path, lambda tmp: tmp.write_bytes(renewed.to_bytes()))
+    return renewed
+
+
+def release(path: StoreRoot, lease: Lease) -> None:
+    """Remove the lease if it is still this driver's."""
+    with contextlib.suppress(ValueError, OSError):
+        current = read_lease(path)
+        if current is not None and current.token == lease.token:
+            path.unlink(missing_ok=True)

@@ -1,0 +1,127 @@
+"""Issue 19: leases on cells (store/lease.py, grid/lease.py), on a local folder and on S3 (moto)."""
+
+import dataclasses
+import threading
+import time
+
+from rich.console import Console
+
+from grid.lease import CellLeases
+from grid.plan import EngineGroup
+from grid.status import status
+from store.fs import StorePath
+from store.layout import StoreLayout
+from store.lease import Lease, all_leases, create, lease_path, read_lease, release, renew, take_over
+from store.writer import write_ok_attempt
+from tests.s3server import options_override
+from tests.unit.grid.test_ledger import smoke_cells
+from tests.unit.store.test_writer_read import records, tags
+
+
+def group_of(*cells):
+    return EngineGroup(cells[0].engine_spec, tuple(cells))
+
+
+def race(n, work):
+    """Run `work(i)` in n threads released at once; their results."""
+    barrier, results = threading.Barrier(n), [None] * n
+
+    def one(i):
+        barrier.wait()
+        results[i] = work(i)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def test_a_lease_is_created_only_if_absent_and_released_only_by_its_owner(store_root):
+    path = lease_path(store_root, "c1")
+    mine, theirs = Lease.new("c1", "s1", 60), Lease.new("c1", "s2", 60)
+    assert create(path, mine)
+    assert not create(path, theirs)
+    assert read_lease(path).token == mine.token
+    release(path, theirs)
+    assert read_lease(path).token == mine.token
+    renewed = renew(path, mine, 600)
+    assert renewed.expires_at > mine.expires_at + 500
+    release(path, renewed)
+    assert read_lease(path) is None
+
+
+def test_of_drivers_racing_for_one_lease_exactly_one_gets_it(store_root):
+    path = lease_path(store_root, "c1")
+    won = race(4, lambda i: create(path, Lease.new("c1", f"s{i}", 60)))
+    assert won.count(True) == 1
+
+
+def test_of_drivers_racing_to_take_over_a_stale_lease_exactly_one_gets_it(store_root):
+    path = lease_path(store_root, "c1")
+    stale = dataclasses.replace(Lease.new("c1", "dead", 60), expires_at=time.time() - 5)
+    assert create(path, stale)
+    won = race(4, lambda i: take_over(path, stale, Lease.new("c1", f"s{i}", 60)))
+    assert won.count(True) == 1
+    assert read_lease(path).owner != "dead"
+
+
+def test_a_driver_skips_cells_another_holds_and_takes_over_stale_ones(store_root):
+    a, b, c, _ = smoke_cells()
+    live = Lease.new(a.key, "other-session", 60)
+    stale = dataclasses.replace(Lease.new(b.key, "dead-session", 60), expires_at=time.time() - 30)
+    assert create(lease_path(store_root, a.key), live)
+    assert create(lease_path(store_root, b.key), stale)
+    said = []
+    leases = CellLeases(store_root, "me", 60, said.append, time.time())
+    held = leases.take(group_of(a, b, c))
+    assert [cell.key for cell in held.cells] == [b.key, c.key]
+    assert leases.skipped == {a.key: f"leased by {live.holder()}"}
+    assert len(said) == 1 and said[0].startswith(f"lease: took over {b.label} from dead-session on ")
+    taken = read_lease(lease_path(store_root, b.key))
+    assert taken.owner == "me" and taken.took_over == stale.holder()
+    assert leases.take(group_of(a)) is None
+    leases.release(held)
+    assert {lease.cell_key for lease in all_leases(store_root)} == {a.key}
+
+
+def test_a_cell_measured_by_another_driver_since_the_run_started_is_skipped(store_root):
+    a, b, _, _ = smoke_cells()
+    leases = CellLeases(store_root, "me", 60, print, time.time())
+    write_ok_attempt(StoreLayout(store_root), tags(a.key, "other-a1"), records(1), {"valid": True})
+    held = leases.take(group_of(a, b))
+    assert [cell.key for cell in held.cells] == [b.key]
+    assert "measured by session s1 since this run started" in leases.skipped[a.key]
+    assert read_lease(lease_path(store_root, a.key)) is None  # its lease was given back
+
+
+def test_renewal_keeps_leases_alive_and_notices_a_lost_one(store_root):
+    a, b, _, _ = smoke_cells()
+    said = []
+    leases = CellLeases(store_root, "me", 60, said.append, time.time())
+    leases.take(group_of(a, b))
+    before = read_lease(lease_path(store_root, a.key)).expires_at
+    lease_path(store_root, b.key).unlink()  # someone removed it
+    time.sleep(0.01)
+    leases.renew_all()
+    assert read_lease(lease_path(store_root, a.key)).expires_at > before
+    assert said == [f"lease: lost the lease on cell {b.key} (taken over or removed)"]
+    with leases.renewing():
+        pass
+    assert all_leases(store_root) == []  # released at the end
+
+
+def test_status_shows_leased_cells_with_their_owner(store_root):
+    a, b, _, _ = smoke_cells()
+    create(lease_path(store_root, a.key), Lease.new(a.key, "sess-A", 60))
+    stale = dataclasses.replace(Lease.new(b.key, "sess-B", 60), expires_at=time.time() - 100)
+    create(lease_path(store_root, b.key), stale)
+    overrides = ["experiment=smoke", f"paths.store={store_root}"]
+    if isinstance(store_root, StorePath):
+        overrides += options_override(store_root.store.options_dict()["endpoint_override"])
+    console = Console(record=True, width=400)
+    assert status(overrides, console) == 0
+    out = console.export_text()
+    assert f"leased: {a.label}: being measured by sess-A on " in out
+    assert f"stale lease {b.label}: sess-B on " in out and "the next run takes it over" in out
