@@ -6,7 +6,7 @@ Before an engine group starts, the driver takes a lease on each of its cells
 measured since this run read the store. A thread renews the held leases
 every third of run.lease_s; a group's leases are removed when it settles.
 A killed driver's leases expire after run.lease_s and the next driver takes
-them over, saying so.
+them over, saying so; on the host it ran on, at once (its pid is gone).
 """
 
 from __future__ import annotations
@@ -79,13 +79,15 @@ class CellLeases:
                 return None
             if current is None:
                 continue  # released meanwhile: try again
-            if not current.expired():
+            gone = current.driver_gone()
+            if not current.expired() and not gone:
                 self.skipped[key] = f"leased by {current.holder()}"
                 return None
             lease = dataclasses.replace(lease, took_over=current.holder())
             if take_over(path, current, lease):
                 ago = time.time() - current.expires_at
-                self.say(f"lease: took over {label} from {current.holder()} (expired {ago:,.0f} s ago)")
+                why = "its driver is gone from this host" if gone else f"expired {ago:,.0f} s ago"
+                self.say(f"lease: took over {label} from {current.holder()} ({why})")
                 return lease
         self.skipped[key] = "lease contended"
         return None

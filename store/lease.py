@@ -4,7 +4,8 @@
 random token and an expiry. A driver takes the lease before it starts an
 engine on the cell, renews it while the cell's group runs, and removes it
 when the group settles. A lease past its expiry (its driver was killed) is
-taken over, and the new lease names the one it replaced.
+taken over, and the new lease names the one it replaced; so is a lease whose
+driver ran on this host and is gone (a driver killed and run again).
 
 How "created only if absent" is made:
 - a local folder: the lease is written to a temp file, then hard-linked onto
@@ -29,6 +30,8 @@ import socket
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+
+import psutil
 
 from store.atomic import write_atomic
 from store.fs import StorePath, StoreRoot
@@ -55,6 +58,10 @@ class Lease:
 
     def expired(self, now: float | None = None) -> bool:
         return (now if now is not None else time.time()) > self.expires_at
+
+    def driver_gone(self) -> bool:
+        """Its driver ran on this host and its process is gone (killed): no need to wait for the expiry."""
+        return self.host == socket.gethostname() and not psutil.pid_exists(self.pid)
 
     def holder(self) -> str:
         return f"{self.owner} on {self.host} (pid {self.pid})"

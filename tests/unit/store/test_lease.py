@@ -1,6 +1,8 @@
 """Issue 19: leases on cells (store/lease.py, grid/lease.py), on a local folder and on S3 (moto)."""
 
 import dataclasses
+import subprocess
+import sys
 import threading
 import time
 
@@ -125,3 +127,16 @@ def test_status_shows_leased_cells_with_their_owner(store_root):
     out = console.export_text()
     assert f"leased: {a.label}: being measured by sess-A on " in out
     assert f"stale lease {b.label}: sess-B on " in out and "the next run takes it over" in out
+
+
+def test_a_lease_of_a_driver_gone_from_this_host_is_taken_over_at_once(store_root):
+    a, _, _, _ = smoke_cells()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    killed = dataclasses.replace(Lease.new(a.key, "killed-session", 600), pid=gone.pid)
+    assert not killed.expired() and killed.driver_gone()
+    assert create(lease_path(store_root, a.key), killed)
+    said = []
+    held = CellLeases(store_root, "me", 60, said.append, time.time()).take(group_of(a))
+    assert [cell.key for cell in held.cells] == [a.key]
+    assert said[0].endswith("(its driver is gone from this host)")
