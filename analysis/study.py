@@ -7,10 +7,10 @@ between sessions (analysis.drift) and the repeats' spread (analysis.compare).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pandas as pd
 
@@ -20,16 +20,24 @@ from analysis.clean import reused_mask, reused_note, split_reused
 from analysis.drift import session_drift
 from analysis.final import FINAL_CORPUS, final_levers, speedup_geomean, table1
 from analysis.medians import lever_medians
-from grid.paths import project_path
+from grid.paths import store_path
+from store.fs import StoreRoot
 from store.read import connect, has_view
 
 STORE_ENV = "LEVER_GRID_STORE"
+STORE_OPTIONS_ENV = "LEVER_GRID_STORE_OPTIONS"
 DEFAULT_STORE = "results"
 
 
-def store_root_from_env(env: Mapping[str, str] = os.environ) -> Path:
-    """$LEVER_GRID_STORE, default `results`; a relative path is relative to the project root."""
-    return project_path(env.get(STORE_ENV) or DEFAULT_STORE)
+def store_root_from_env(env: Mapping[str, str] = os.environ) -> StoreRoot:
+    """$LEVER_GRID_STORE, default `results`; a relative path is relative to the project root.
+
+    A URL (s3://bucket/prefix) is opened through pyarrow (store/fs.py), with
+    $LEVER_GRID_STORE_OPTIONS as its paths.store_options in JSON (e.g.
+    {"endpoint_override": "minio:9000", "scheme": "http"}); credentials come from the environment.
+    """
+    options = json.loads(env.get(STORE_OPTIONS_ENV) or "{}")
+    return store_path(env.get(STORE_ENV) or DEFAULT_STORE, options)
 
 
 @dataclass(frozen=True)
@@ -120,7 +128,7 @@ def reused_left_out(measured: pd.DataFrame) -> list[str]:
 
 
 def load_study(
-    root: Path,
+    root: StoreRoot,
     cell_keys: Collection[str] | None = None,
     final_corpus: str = FINAL_CORPUS,
     include_invalid: bool = False,

@@ -3,13 +3,14 @@
 Each test that takes `store_root` runs twice: a local folder and s3://bucket/results.
 """
 
+import json
 import pickle
 
 import pyarrow.fs as pafs
 import pytest
 from rich.console import Console
 
-from analysis.study import load_study
+from analysis.study import load_study, store_root_from_env
 from grid.ledger import DAMAGED, DONE, FAILED, build_ledger, select
 from grid.paths import store_path
 from grid.status import status
@@ -132,3 +133,10 @@ def test_a_store_path_pickles_as_its_url_and_rebuilds_its_filesystem(s3_url):
     assert again == root and str(again) == url
     assert (again / "sessions" / "s.json").read_text().startswith("{")
     assert b"testing" not in pickle.dumps(root)  # no credentials travel with it
+
+
+def test_notebooks_open_a_url_store_from_the_environment(s3_url):
+    url, options = s3_url
+    root = store_root_from_env({"LEVER_GRID_STORE": url, "LEVER_GRID_STORE_OPTIONS": json.dumps(options)})
+    assert isinstance(root, StorePath) and str(root) == url
+    assert root.store.options_dict() == options
