@@ -109,8 +109,16 @@ def test_no_engine_process_outlives_its_driver(tmp_path, how):
             assert driver.poll() is None, f"driver ended early:\n{driver_log.read_text()[-3000:]}"
             assert time.time() < deadline, f"engine not serving after {SERVE_TIMEOUT_S} s"
             time.sleep(1)
-        engines = [p for p in run_processes(marker, sessions) if is_vllm(p)]
-        sessions = {os.getsid(p.pid) for p in engines} - {os.getsid(driver.pid)}
+        # The API server's session holds its EngineCore and workers (looked for a few seconds: a
+        # process's environment can be unreadable for a moment while it sets its title).
+        deadline = time.time() + 15
+        while True:
+            engines = [p for p in run_processes(marker, sessions) if is_vllm(p)]
+            sessions = {os.getsid(p.pid) for p in engines} - {os.getsid(driver.pid)}
+            engines = [p for p in run_processes(marker, sessions) if is_vllm(p)]
+            if any("EngineCore" in " ".join(p.cmdline()) for p in engines) or time.time() > deadline:
+                break
+            time.sleep(0.5)
         assert any("EngineCore" in " ".join(p.cmdline()) for p in engines), describe(engines)
 
         if how == "SIGINT":
