@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable, Iterator
 
 from grid.plan import EngineGroup
-from store.fs import StoreRoot
+from store.fs import StorePath, StoreRoot
 from store.layout import MANIFEST, StoreLayout
-from store.lease import Lease, create, lease_path, read_lease, release, renew, take_over
+from store.lease import READ_BACK_S, Lease, confirm, create, lease_path, read_lease, release, renew, take_over
 
 
 def measured_since(root: StoreRoot, cell_key: str, since_s: float, owner: str) -> str | None:
@@ -53,10 +53,20 @@ class CellLeases:
 
     def take(self, group: EngineGroup) -> EngineGroup | None:
         """The group with only the cells this driver now holds; None when it holds none."""
-        cells = []
+        remote = isinstance(self.root, StorePath)
+        taken = []
         for cell in group.cells:
-            if (lease := self._take(cell.key, cell.label)) is None:
-                continue
+            # Object stores: every lease PUT first, then one wait and a read-back of each (store/lease.py).
+            if (lease := self._take(cell.key, cell.label, read_back=not remote)) is not None:
+                taken.append((cell, lease))
+        if remote and taken:
+            time.sleep(READ_BACK_S)
+            for cell, lease in list(taken):
+                if not confirm(lease_path(self.root, cell.key), lease):
+                    taken.remove((cell, lease))
+                    self.skipped[cell.key] = "another driver's lease landed last"
+        cells = []
+        for cell, lease in taken:
             with self.lock:
                 self.held[cell.key] = lease
             if (other := measured_since(self.root, cell.key, self.since_s, self.owner)) is not None:
@@ -66,11 +76,11 @@ class CellLeases:
             cells.append(cell)
         return dataclasses.replace(group, cells=tuple(cells)) if cells else None
 
-    def _take(self, key: str, label: str) -> Lease | None:
+    def _take(self, key: str, label: str, read_back: bool = True) -> Lease | None:
         path = lease_path(self.root, key)
         for _ in range(3):
             lease = Lease.new(key, self.owner, self.ttl_s)
-            if create(path, lease):
+            if create(path, lease, read_back):
                 return lease
             try:
                 current = read_lease(path)
@@ -84,7 +94,7 @@ class CellLeases:
                 self.skipped[key] = f"leased by {current.holder()}"
                 return None
             lease = dataclasses.replace(lease, took_over=current.holder())
-            if take_over(path, current, lease):
+            if take_over(path, current, lease, read_back):
                 ago = time.time() - current.expires_at
                 why = "its driver is gone from this host" if gone else f"expired {ago:,.0f} s ago"
                 self.say(f"lease: took over {label} from {current.holder()} ({why})")

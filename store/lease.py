@@ -103,17 +103,20 @@ def all_leases(root: StoreRoot) -> list[Lease]:
     return found
 
 
-def create(path: StoreRoot, lease: Lease) -> bool:
-    """Write the lease only if none is there; True when this driver holds it."""
+def create(path: StoreRoot, lease: Lease, read_back: bool = True) -> bool:
+    """Write the lease only if none is there; True when this driver holds it.
+
+    Object stores: `read_back=False` skips the wait and the read-back, for a caller
+    that writes several leases, waits READ_BACK_S once and then `confirm`s each.
+    """
     if isinstance(path, StorePath):
         if path.exists():
             return False
         path.write_bytes(lease.to_bytes())
+        if not read_back:
+            return True
         time.sleep(READ_BACK_S)
-        with contextlib.suppress(ValueError):
-            current = read_lease(path)
-            return current is not None and current.token == lease.token
-        return False
+        return confirm(path, lease)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".tmp-{lease.token}-{path.name}")
     tmp.write_bytes(lease.to_bytes())
@@ -126,7 +129,15 @@ def create(path: StoreRoot, lease: Lease) -> bool:
     return True
 
 
-def take_over(path: StoreRoot, stale: Lease, lease: Lease) -> bool:
+def confirm(path: StoreRoot, lease: Lease) -> bool:
+    """Whether the lease at `path` is still `lease` (on an object store: the last PUT was ours)."""
+    with contextlib.suppress(ValueError, OSError):
+        current = read_lease(path)
+        return current is not None and current.token == lease.token
+    return False
+
+
+def take_over(path: StoreRoot, stale: Lease, lease: Lease, read_back: bool = True) -> bool:
     """Replace the expired lease `stale` with `lease`; False when another driver got there first."""
     if isinstance(path, StorePath):
         with contextlib.suppress(ValueError):
@@ -134,7 +145,7 @@ def take_over(path: StoreRoot, stale: Lease, lease: Lease) -> bool:
             if current is not None and current.token != stale.token:
                 return False
         path.unlink(missing_ok=True)
-        return create(path, lease)
+        return create(path, lease, read_back)
     assert isinstance(path, Path)
     moved = path.with_name(f".stale-{lease.token}-{path.name}")
     try:

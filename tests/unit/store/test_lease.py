@@ -140,3 +140,11 @@ def test_a_lease_of_a_driver_gone_from_this_host_is_taken_over_at_once(store_roo
     held = CellLeases(store_root, "me", 60, said.append, time.time()).take(group_of(a))
     assert [cell.key for cell in held.cells] == [a.key]
     assert said[0].endswith("(its driver is gone from this host)")
+
+
+def test_drivers_racing_for_one_group_hold_each_cell_at_most_once(store_root):
+    cells = smoke_cells()
+    drivers = [CellLeases(store_root, f"s{i}", 60, print, time.time()) for i in range(3)]
+    held = race(3, lambda i: drivers[i].take(group_of(*cells)))
+    keys = [cell.key for group in held if group is not None for cell in group.cells]
+    assert sorted(keys) == sorted({c.key for c in cells})  # each cell held by exactly one driver
