@@ -140,3 +140,12 @@ def test_notebooks_open_a_url_store_from_the_environment(s3_url):
     root = store_root_from_env({"LEVER_GRID_STORE": url, "LEVER_GRID_STORE_OPTIONS": json.dumps(options)})
     assert isinstance(root, StorePath) and str(root) == url
     assert root.store.options_dict() == options
+
+
+def test_preflight_names_a_bucket_it_cannot_write(s3_url):
+    from grid.preflight import store_problem as preflight_problem
+
+    url, options = s3_url
+    assert preflight_problem(open_store(url, options)) is None
+    problem = preflight_problem(open_store("s3://no-such-bucket-here/results", options))
+    assert problem.startswith("paths.store s3://no-such-bucket-here/results is not writable (")
