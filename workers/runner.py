@@ -383,7 +383,7 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
     spec = group.spec
     stored_log = layout.engine_log(ctx.session_id, f"{spec.key}-{uuid.uuid4().hex[:6]}")
     # A URL store (store/fs.py): the engine logs to a file on this node, copied to the store
-    # when it stops; the node's engine records stay on the node (they name its processes).
+    # after each cell and when it stops; the node's engine records stay on the node.
     remote = isinstance(ctx.store_root, StorePath)
     log_path = local_log(ctx, stored_log) if remote else stored_log
     endpoint = new_endpoint()
@@ -431,6 +431,8 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
             }
             outcomes.append(_run_and_store(cell, engine, ctx, layout, ready_s, version, history, served))
             earlier.append(cell.corpus.name)
+            if remote:  # the log so far, so a teammate can read it while the group runs
+                upload_log(log_path, stored_log)
     finally:
         engine.stop()
         if remote:
