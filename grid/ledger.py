@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from grid.cells import Cell
 from store.fs import StoreRoot
-from store.read import Attempt, attempts, measured_valid
+from store.read import Attempt, attempt_damages, attempts, measured_valid
 from store.verify import Damage
 
 DONE, FAILED, PENDING = "done", "failed", "pending"
@@ -64,13 +64,14 @@ def build_ledger(root: StoreRoot, checksums: bool = True) -> Ledger:
     for attempt in found:
         by_cell[attempt.cell_key].append(attempt)
     states, damaged, footer_only = {}, [], 0
+    damage_of = attempt_damages(found, checksums)
     for key, cell_attempts in by_cell.items():
         state = CellState(key, attempts=len(cell_attempts))
         for attempt in sorted(cell_attempts, key=lambda a: (a.written_at, a.attempt_id)):
             state.sessions.append(attempt.session_id)
             if attempt.status == "ok":
                 footer_only += not attempt.files or any(f.sha256 is None for f in attempt.files)
-                if (damage := attempt.damage(checksums)) is not None:
+                if (damage := damage_of[(attempt.cell_key, attempt.attempt_id)]) is not None:
                     damaged.append(damage)
                     problems.append(str(damage))
                     if state.status not in (DONE, INVALID):

@@ -98,14 +98,34 @@ class Verified:
     problems: list[str]  # a line per unreadable manifest and per damaged attempt
 
 
+# Object stores: attempts checked at once (each check is a few HEAD/GET round trips).
+CHECK_THREADS = 16
+
+
+def attempt_damages(found: list[Attempt], checksums: bool = True) -> dict[tuple[str, str], Damage | None]:
+    """Each ok attempt's first damaged file, or None; keyed by (cell_key, attempt_id).
+
+    On an object store the checks run in CHECK_THREADS threads; locally one after another.
+    """
+    ok = [a for a in found if a.status == "ok"]
+    remote = any(isinstance(a.folder, StorePath) for a in ok)
+    if remote and len(ok) > 1:
+        with ThreadPoolExecutor(max_workers=min(CHECK_THREADS, len(ok))) as pool:
+            damages = list(pool.map(lambda a: a.damage(checksums), ok))
+    else:
+        damages = [a.damage(checksums) for a in ok]
+    return {(a.cell_key, a.attempt_id): d for a, d in zip(ok, damages, strict=True)}
+
+
 def verified_attempts(root: StoreRoot, checksums: bool = True) -> Verified:
     """Ok attempts whose files are whole (sizes, and sha256 unless `checksums=False`)."""
     found, problems = attempts(root)
     good, damaged = [], []
+    damage_of = attempt_damages(found, checksums)
     for attempt in found:
         if attempt.status != "ok":
             continue
-        if (damage := attempt.damage(checksums)) is not None:
+        if (damage := damage_of[(attempt.cell_key, attempt.attempt_id)]) is not None:
             damaged.append(damage)
             problems.append(str(damage))
         else:
