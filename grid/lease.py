@@ -3,7 +3,8 @@
 Before an engine group starts, the driver takes a lease on each of its cells
 (store/lease.py); cells leased by another driver are left out of the group
 (skipped: that driver measures them), and so are cells another driver has
-measured since this run read the store. A thread renews the held leases
+measured since this run read the store. Drift anchors are the session's
+own and are never leased. A thread renews the held leases
 every third of run.lease_s; a group's leases are removed when it settles.
 A killed driver's leases expire after run.lease_s and the next driver takes
 them over, saying so; on the host it ran on, at once (its pid is gone).
@@ -56,17 +57,23 @@ class CellLeases:
         remote = isinstance(self.root, StorePath)
         taken = []
         for cell in group.cells:
+            if cell.anchor is not None:  # each session measures its own drift anchors: never shared
+                taken.append((cell, None))
+                continue
             # Object stores: every lease PUT first, then one wait and a read-back of each (store/lease.py).
             if (lease := self._take(cell.key, cell.label, read_back=not remote)) is not None:
                 taken.append((cell, lease))
-        if remote and taken:
+        if remote and any(lease is not None for _, lease in taken):
             time.sleep(READ_BACK_S)
             for cell, lease in list(taken):
-                if not confirm(lease_path(self.root, cell.key), lease):
+                if lease is not None and not confirm(lease_path(self.root, cell.key), lease):
                     taken.remove((cell, lease))
                     self.skipped[cell.key] = "another driver's lease landed last"
         cells = []
         for cell, lease in taken:
+            if lease is None:
+                cells.append(cell)
+                continue
             with self.lock:
                 self.held[cell.key] = lease
             if (other := measured_since(self.root, cell.key, self.since_s, self.owner)) is not None:

@@ -148,3 +148,15 @@ def test_drivers_racing_for_one_group_hold_each_cell_at_most_once(store_root):
     held = race(3, lambda i: drivers[i].take(group_of(*cells)))
     keys = [cell.key for group in held if group is not None for cell in group.cells]
     assert sorted(keys) == sorted({c.key for c in cells})  # each cell held by exactly one driver
+
+
+def test_drift_anchors_are_never_leased_each_session_measures_its_own(store_root):
+    a, b, _, _ = smoke_cells()
+    anchor = dataclasses.replace(a, anchor="start")
+    assert create(lease_path(store_root, anchor.key), Lease.new(anchor.key, "other-session", 60))
+    write_ok_attempt(StoreLayout(store_root), tags(anchor.key, "other-a1"), records(1), {"valid": True})
+    leases = CellLeases(store_root, "me", 60, print, time.time() - 5)
+    held = leases.take(group_of(anchor, b))
+    assert [cell.key for cell in held.cells] == [anchor.key, b.key]
+    assert read_lease(lease_path(store_root, anchor.key)).owner == "other-session"  # untouched
+    assert set(leases.held) == {b.key}
