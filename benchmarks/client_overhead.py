@@ -17,8 +17,10 @@ the ramp-up and drain of the load fall out. Every measurement is repeated
 (`--repeats`, default 3), clients interleaved within a repeat so drift on a
 shared machine falls on all of them alike; printed are the median, the
 min-max spread, and ours / vllm's ratio (target <= 0.25 at paced arrival).
-"ours rb=X" is this client with load.read_batch_ms=X. Last, the client's peak
-RSS at N and 3N requests (paced) shows whether memory grows with the run.
+"ours rb=X" is this client with load.read_batch_ms=X; "before" (with
+`--before DIR`) is the client of another tree, for a before/after in one run.
+Last, the client's peak RSS at N and 3N requests (paced) shows whether memory
+grows with the run. RECORDED (printed first) is the last before/after.
 """
 
 from __future__ import annotations
@@ -44,6 +46,19 @@ CONCURRENCY = 32
 TOKENIZER = os.environ.get("BENCH_TOKENIZER", ".cache/models/SmolLM2-135M-Instruct")
 TARGET_RATIO = 0.25
 RSS_TARGET_MB = 50
+# The last recorded figures (paced 5 ms, 1 token per chunk, c=32, 32 -> 320 x 1,024 tokens, median of 3,
+# a shared 2-core machine with a CI run beside it: whole-process spreads of 10-20%).
+RECORDED = """\
+recorded 2026-12-01, paced 5 ms, 1 token/chunk (µs CPU per chunk, median of 3, min-max):
+  before (411b2f3), own run:  ours rb=1 8.79 (7.8-9.7), rb=0 10.96 (10.6-12.4); vllm bench serve 20.78
+                              (17.3-21.3); ratio 0.42 (rb=0: 0.53); RSS 50.0 MB vs 724 MB
+  after, one run with --before: ours rb=1 11.96 (11.2-12.3), before 11.34 (10.7-13.3), rb=0 13.31;
+                              vllm bench serve 29.79 (28.6-29.9); ratio 0.40 (before 0.38); RSS 50.0 MB
+  the change (no collector during decoding) in client_replay, where the spread is ~5%: 2.27-2.42 ->
+  1.83-2.02 µs/chunk of Python work (full collections in 320 requests: 14 -> 0), ~0.4 µs of ~9-12
+  whole-process: inside the spread above. Target 0.25 not met: per chunk ~40% is kernel time (one
+  read() and the ACK it sends, processed on loopback in this process), ~25% our Python (hot path,
+  decoding), the rest uvloop, the event loop and its calls into Python (perf, py-spy)."""
 
 
 @dataclass(frozen=True)
@@ -68,11 +83,11 @@ class Run:
     max_rss_mb: float
 
 
-def run_child(argv: list[str]) -> tuple[str, float, float, float]:
+def run_child(argv: list[str], cwd: str | None = None) -> tuple[str, float, float, float]:
     """Run argv to completion; (stdout, CPU seconds, wall seconds, peak RSS MB) of that process alone."""
     with tempfile.TemporaryFile() as err:
         start_s = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, cwd=cwd)
         assert proc.stdout is not None
         out = proc.stdout.read().decode()
         _, status, usage = os.wait4(proc.pid, 0)
@@ -85,11 +100,13 @@ def run_child(argv: list[str]) -> tuple[str, float, float, float]:
     return out, usage.ru_utime + usage.ru_stime, wall_s, usage.ru_maxrss / 1024
 
 
-def ours(url: str, n: int, max_tokens: int, tokens_per_chunk: int, read_batch_ms: float) -> Run:
+def ours(
+    url: str, n: int, max_tokens: int, tokens_per_chunk: int, read_batch_ms: float, cwd: str | None = None
+) -> Run:
     argv = [sys.executable, "-m", "benchmarks.drive_ours", "--url", url, "--n", str(n),
             "--concurrency", str(CONCURRENCY), "--max-tokens", str(max_tokens),
             "--read-batch-ms", str(read_batch_ms)]  # fmt: skip
-    out, cpu_s, wall_s, rss = run_child(argv)
+    out, cpu_s, wall_s, rss = run_child(argv, cwd)
     data = json.loads(out.strip().splitlines()[-1])
     assert data["errors"] == 0, data
     return Run(data["chunks"], data["tokens"], cpu_s, wall_s, rss)
@@ -155,10 +172,14 @@ def marginal(client: Callable[[int], Run], arrival: Arrival) -> Marginal:
     )
 
 
-def clients(url: str, arrival: Arrival, tpc: int, batches: list[float]) -> dict[str, Callable[[int], Run]]:
+def clients(
+    url: str, arrival: Arrival, tpc: int, batches: list[float], before: str | None
+) -> dict[str, Callable[[int], Run]]:
     out: dict[str, Callable[[int], Run]] = {
         f"ours rb={ms:g}": (lambda n, ms=ms: ours(url, n, arrival.max_tokens, tpc, ms)) for ms in batches
     }
+    if before:  # the same client from another tree (`git archive <commit> | tar -x -C DIR`), default batching
+        out["before"] = lambda n: ours(url, n, arrival.max_tokens, tpc, LoadSpec.read_batch_ms, before)
     out["vllm bench"] = lambda n: vllm_bench(url, n, arrival.max_tokens, tpc)
     return out
 
@@ -167,10 +188,12 @@ def spread(values: list[float]) -> str:
     return f"{min(values):.1f}-{max(values):.1f}"
 
 
-def measure(arrival: Arrival, tpc: int, batches: list[float], repeats: int) -> None:
+def measure(
+    arrival: Arrival, tpc: int, batches: list[float], repeats: int, before: str | None = None
+) -> None:
     results: dict[str, list[Marginal]] = {}
     with stub(arrival, tpc) as url:
-        runs = clients(url, arrival, tpc, batches)
+        runs = clients(url, arrival, tpc, batches, before)
         for _ in range(repeats):
             for name, client in runs.items():
                 results.setdefault(name, []).append(marginal(client, arrival))
@@ -215,7 +238,11 @@ def main() -> None:
     parser.add_argument("--arrivals", default="paced,flood", help="paced, flood, or both (comma-separated)")
     parser.add_argument("--tokens-per-chunk", default="1,4")
     parser.add_argument("--no-rss-growth", action="store_true")
+    parser.add_argument(
+        "--before", metavar="DIR", help="also measure the client of another tree: before/after in one run"
+    )
     args = parser.parse_args()
+    print(RECORDED)
     arrivals = [{"paced": PACED, "flood": FLOOD}[a] for a in args.arrivals.split(",")]
     print(
         f"client CPU per chunk, concurrency {CONCURRENCY}, marginal between a small and a large run, "
@@ -230,7 +257,7 @@ def main() -> None:
     )
     for arrival in arrivals:
         for tpc in (int(x) for x in args.tokens_per_chunk.split(",")):
-            measure(arrival, tpc, args.read_batch_ms, args.repeats)
+            measure(arrival, tpc, args.read_batch_ms, args.repeats, args.before)
     if not args.no_rss_growth:
         rss_growth(LoadSpec.read_batch_ms, 1)
 

@@ -1,3 +1,4 @@
+import gc
 import itertools
 import json
 
@@ -104,3 +105,47 @@ def test_events_spread_over_odd_chunks_still_decode():
     raw = chunked(body[:7], body[7:200], body[200:])
     result = decode_response(parse_response([(1, raw)]))
     assert result.text == "def f():" and result.completion_tokens == 3
+
+
+def long_stream(n: int) -> list[tuple[int, bytes]]:
+    """A vLLM-shaped response of n one-token events, one socket read per HTTP chunk."""
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    tail = [EVENTS[2], EVENTS[3]]
+    pieces = [event({"choices": [{"index": 0, "text": "t", "token_ids": [i]}]}) for i in range(n)] + tail
+    reads = [head] + [b"%x\r\n%s\r\n" % (len(p), p) for p in pieces] + [b"0\r\n\r\n"]
+    return [(i + 1, r) for i, r in enumerate(reads)]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_decoding_a_long_stream_sets_off_no_garbage_collection(enabled):
+    # Each event decodes into lists (choices, token_ids); with the collector on,
+    # a long response promoted thousands of them and set off full collections.
+    collections: list[int] = []
+
+    def count(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    response = parse_response(long_stream(5000))
+    gc.collect()
+    if not enabled:
+        gc.disable()
+    gc.callbacks.append(count)
+    try:
+        result = decode_response(response)
+        assert gc.isenabled() is enabled  # the caller's setting is restored
+    finally:
+        gc.callbacks.remove(count)
+        gc.enable()
+    assert collections == []
+    assert len(result.content_chunk_ns) == 5000
+    assert list(result.content_chunk_ns) == list(range(2, 5002))  # each event keeps its own read's stamp
+    assert list(result.chunk_tokens) == [1] * 5000
+    assert result.completion_tokens == 3 and result.saw_done
+
+
+def test_the_collector_is_back_on_after_a_stream_that_fails_to_decode():
+    bad = [(1, chunked(b"data: {not json\n\n"))]
+    with pytest.raises(ValueError):
+        decode_response(parse_response(bad))
+    assert gc.isenabled()
