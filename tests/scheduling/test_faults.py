@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import pandas as pd
 from rich.console import Console
@@ -98,18 +99,23 @@ def test_engine_hanging_at_start_times_out_and_fails_cleanly(cluster, inputs, no
     assert all("not ready after 3 s" in (a.error or "") for a in found)
 
 
-def test_driver_killed_mid_grid_then_rerun_does_only_the_rest(cluster, inputs, no_leaks):
-    overrides = stub_overrides(inputs, cluster, "+engine.env.STUB_DELAY_S=0.05", "ray.max_in_flight=1")
+def kill_driver_after_first_cell(overrides: list[str], stored: Callable[[], dict]) -> None:
+    """Start `grid run` as a subprocess and SIGKILL it once `stored()` shows a cell (mid-grid)."""
     driver = subprocess.Popen(
         [sys.executable, "-m", "grid", "run", *overrides],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     deadline = time.time() + 120
-    while not ok_counts(inputs) and time.time() < deadline:
+    while not stored() and time.time() < deadline:
         time.sleep(0.2)
     driver.send_signal(signal.SIGKILL)
     driver.wait()
+
+
+def test_driver_killed_mid_grid_then_rerun_does_only_the_rest(cluster, inputs, no_leaks):
+    overrides = stub_overrides(inputs, cluster, "+engine.env.STUB_DELAY_S=0.05", "ray.max_in_flight=1")
+    kill_driver_after_first_cell(overrides, lambda: ok_counts(inputs))
     done_before = set(ok_counts(inputs))
     assert 0 < len(done_before) < CELLS
     assert run(overrides, quiet()) == 0

@@ -6,18 +6,13 @@ credentials come from each node's environment); engine logs land beside the resu
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
-import time
-
 from analysis.study import load_study
 from grid.run import run
 from store.fs import open_store
 from store.read import attempts, connect
 from tests.s3server import options_override
 from tests.scheduling.conftest import stub_overrides
-from tests.scheduling.test_faults import CELLS, quiet
+from tests.scheduling.test_faults import CELLS, kill_driver_after_first_cell, quiet
 
 
 def s3_overrides(inputs, cluster, url, endpoint, *extra):
@@ -64,16 +59,7 @@ def test_driver_killed_mid_grid_on_s3_then_rerun_does_only_the_rest(
     root = open_store(url, options)
     overrides = s3_overrides(inputs, cluster, url, s3_endpoint, "+engine.env.STUB_DELAY_S=0.05")
     overrides.append("ray.max_in_flight=1")
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "grid", "run", *overrides],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.time() + 120
-    while not ok_counts(root) and time.time() < deadline:
-        time.sleep(0.2)
-    driver.send_signal(signal.SIGKILL)
-    driver.wait()
+    kill_driver_after_first_cell(overrides, lambda: ok_counts(root))
     done_before = set(ok_counts(root))
     assert 0 < len(done_before) < CELLS
     assert run(overrides, quiet()) == 0
