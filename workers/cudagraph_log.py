@@ -16,17 +16,24 @@ only when steps ran, so a cell's steps would straddle its neighbours' tables.
 The runner therefore waits for a flush at both ends (wait_for_table): after
 warm-up, so warm-up steps land in a table before the cell's offset, and after
 the measured requests, so their last steps land before the cell's end offset.
+The wait is one of the engine's own intervals (flush_timeout_s): some launches
+log no table at all (van on vLLM 0.26 on the H200, 2026-12-01), and a fixed
+13 s wait then cost 26 s of a 45 s cell even with the interval set to 1 s.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-# One stats interval (vLLM's default 10 s) and a margin for the table to be written.
-FLUSH_TIMEOUT_S = 13.0
+# vLLM's stats interval when VLLM_LOG_STATS_INTERVAL is not set, and the margin
+# after an interval for the table to be written.
+DEFAULT_STATS_INTERVAL_S = 10.0
+FLUSH_MARGIN_S = 3.0
+FLUSH_TIMEOUT_S = DEFAULT_STATS_INTERVAL_S + FLUSH_MARGIN_S
 ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*([A-Z_]+)\s*\|\s*(\d+)\s*\|\s*$")
 
 
@@ -68,6 +75,17 @@ def read_from(log_path: Path, offset: int, end: int | None = None) -> str:
         handle.seek(offset)
         data = handle.read() if end is None else handle.read(max(0, end - offset))
     return data.decode(errors="replace")
+
+
+def flush_timeout_s(engine_env: Mapping[str, str]) -> float:
+    """How long a table can take to come: the launch's stats interval and a margin."""
+    raw = engine_env.get("VLLM_LOG_STATS_INTERVAL")
+    try:
+        interval_s = float(raw) if raw is not None else DEFAULT_STATS_INTERVAL_S
+    except ValueError:
+        interval_s = DEFAULT_STATS_INTERVAL_S
+    # vLLM reads the variable as a float; a value <= 0 is not an interval it can keep.
+    return (interval_s if interval_s > 0 else DEFAULT_STATS_INTERVAL_S) + FLUSH_MARGIN_S
 
 
 def wait_for_table(

@@ -271,10 +271,11 @@ def run_cell(
     ensure_alive(engine)
     clock.lap("warmup")
     tables = logs_cudagraph_tables(cell.engine_spec)
+    flush_s = cudagraph_log.flush_timeout_s(engine.env)
     log_offset = cudagraph_log.log_size(engine.log_path)
     if tables and plan.warmup:
         # Warm-up steps go into a table before this cell's share of the log begins.
-        log_offset = cudagraph_log.wait_for_table(engine.log_path, log_offset)
+        log_offset = cudagraph_log.wait_for_table(engine.log_path, log_offset, flush_s)
     # dynk's warm-up totals land in its log before the window opens (returns at once for other levers).
     dynk_offset = dynk_log.wait_for_idle_line(engine.log_path)
     # The measured load, from the counters read before it to the one after it.
@@ -305,7 +306,7 @@ def run_cell(
     summary["corpus_skip_reasons"] = "; ".join(corpus.skip_reasons) or None
     summary.update(gpu.columns(summary["output_tokens"]))
     # The first table logged after the measured requests holds their last steps (the probe comes after).
-    log_end = cudagraph_log.wait_for_table(engine.log_path, measured_end) if tables else None
+    log_end = cudagraph_log.wait_for_table(engine.log_path, measured_end, flush_s) if tables else None
     summary.update(cudagraph_log.columns_since(engine.log_path, log_offset, log_end))
     summary.update(dynk_log.columns_when_idle(engine.log_path, dynk_offset))
     clock.lap("drain")

@@ -4,7 +4,7 @@ import time
 from grid.compose import compose_config
 from grid.expand import expand, to_config
 from grid.plan import group_by_engine
-from workers.cudagraph_log import columns, columns_since, step_counts, wait_for_table
+from workers.cudagraph_log import columns, columns_since, flush_timeout_s, step_counts, wait_for_table
 from workers.runner import logs_cudagraph_tables
 
 LOG = """(EngineCore pid=7) INFO 11-30 07:00:00 [loggers.py:257] Avg generation throughput: 8000 tok/s
@@ -72,6 +72,16 @@ def test_without_a_table_the_wait_ends_at_its_timeout(tmp_path):
     began = time.monotonic()
     assert wait_for_table(log, 0, timeout_s=0.2, poll_s=0.05) == log.stat().st_size
     assert time.monotonic() - began < 1.0
+
+
+def test_the_wait_for_a_table_follows_the_engines_stats_interval():
+    # The H200 run of 2026-12-01 set VLLM_LOG_STATS_INTERVAL=1, yet each van cell still
+    # waited 13 s twice for a table van never logs: the wait ignored the interval.
+    assert flush_timeout_s({"VLLM_LOG_STATS_INTERVAL": "1"}) == 4.0
+    assert flush_timeout_s({"VLLM_LOG_STATS_INTERVAL": "2.5"}) == 5.5
+    # vLLM's default interval where the engine's environment does not set one, or sets nonsense.
+    for env in ({}, {"VLLM_LOG_STATS_INTERVAL": "soon"}, {"VLLM_LOG_STATS_INTERVAL": "0"}):
+        assert flush_timeout_s(env) == 13.0
 
 
 def test_only_launches_with_the_metrics_flag_wait_for_tables():
