@@ -6,9 +6,13 @@
 # part `crosscheck`: harness vs `vllm bench serve` on one engine;
 # part `tune`: experiments.tune for SmolLM2 (stages $TUNE_STAGES, 3 repeats, one H200); run it again
 # to resume (the store in $HOME/store-tune is the only state; carry it back with $OUT).
-# Everything lands in $OUT (store tables, engine logs, timings).
+# Everything lands in $OUT (store tables, engine logs, timings, the step's output in $OUT/<part>.log).
+# The step's timeout defaults to what is left of the device call (CALL_LIMIT_S, the call's
+# timeout_s, default 600) after install and model set-up, less EXPORT_RESERVE_S for the clean stop
+# and the export: a step that outran the call lost all its output (2026-12-01).
 set -uo pipefail
 part=${1:?part: grid, tp2 or crosscheck}; shift
+call_start=$(date +%s)
 source scripts/gpu/install.sh || exit 1
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $OUT/gpus.csv
 python3 -c "from pathlib import Path; from assets import smollm2, dummy_models
@@ -17,14 +21,22 @@ store=$HOME/store-$part
 # A store carried in from an earlier machine (.gpu/store-<part>.tgz, from $OUT): resume from it.
 [ ! -d "$store" ] && [ -f .gpu/store-$part.tgz ] && tar xzf .gpu/store-$part.tgz -C $HOME
 start=$(date +%s)
+left_s=$(( ${CALL_LIMIT_S:-600} - (start - call_start) - ${EXPORT_RESERVE_S:-75} ))
+STEP_TIMEOUT_S=${STEP_TIMEOUT_S:-$left_s}
+if [ "$STEP_TIMEOUT_S" -gt "$left_s" ]; then
+  echo "STEP_TIMEOUT_S=$STEP_TIMEOUT_S would outrun the call: $left_s s left after set-up; using $left_s"
+  STEP_TIMEOUT_S=$left_s
+fi
+[ "$STEP_TIMEOUT_S" -lt 60 ] && { echo "only $STEP_TIMEOUT_S s left of the call after set-up: raise CALL_LIMIT_S"; exit 1; }
+exec > >(tee $OUT/$part.log) 2>&1
 case $part in
-  grid) timeout ${STEP_TIMEOUT_S:-470} python3 -m grid run experiment=gpu_validate paths.data_dir=.gpu/data paths.store=$store "$@" ;;
-  tp2) timeout ${STEP_TIMEOUT_S:-470} python3 -m grid run experiment=gpu_validate paths.data_dir=.gpu/data paths.store=$store \
+  grid) timeout $STEP_TIMEOUT_S python3 -m grid run experiment=gpu_validate paths.data_dir=.gpu/data paths.store=$store "$@" ;;
+  tp2) timeout $STEP_TIMEOUT_S python3 -m grid run experiment=gpu_validate paths.data_dir=.gpu/data paths.store=$store \
          grid.models=[llama31_8b_shaped_tp2] grid.levers=${TP2_LEVERS:-[van,suffix]} grid.corpora=[code_complete] "$@" ;;
   crosscheck) CROSSCHECK_OVERRIDES="experiment=gpu_validate paths.data_dir=.gpu/data grid.levers=[van] \
       grid.corpora=[code_complete] load.num_prompts=160 load.max_tokens=512 load.ignore_eos=true \
       load.token_ids=false $*" python3 -m benchmarks.crosscheck_engine | tee $OUT/crosscheck.txt ;;
-  tune) timeout ${STEP_TIMEOUT_S:-540} python3 -m experiments.tune model=tiny experiment=gpu_validate \
+  tune) timeout $STEP_TIMEOUT_S python3 -m experiments.tune model=tiny experiment=gpu_validate \
          "stages=${TUNE_STAGES:-[van,kpad,confirm]}" out_dir=$HOME/tune-out \
          "grid_overrides=['cluster=device_h200','paths.data_dir=.gpu/data','paths.store=$store','grid.repeats=3'${TUNE_OVERRIDES:+,$TUNE_OVERRIDES}]" "$@"
        rc=$?; [ -d $HOME/tune-out ] && cp -r $HOME/tune-out $OUT/; (exit $rc) ;;
