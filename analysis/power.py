@@ -18,6 +18,10 @@ gain) it draws `draws` sessions and reports how often the lever is kept, i.e.
 judged 'real gain' by analysis.decision.judge (paired: the repeats share
 session and repeat index), and how often a naive rule keeps it (point ratio
 - 1 > band). Targets: false keep <= 5 % with no effect, power >= 80 % at +10 %.
+
+The noise figures are options: `--sigma-van 0.075 --sigma-lever 0.2 --gain 0.24`
+gives the rates on a machine whose own repeats spread that much (the H200 tune
+of 2026-12-01, docs/benchmarks/2026-12-01-h200-tune.md).
 """
 
 from __future__ import annotations
@@ -42,6 +46,19 @@ DRAWS = 20_000
 
 
 @dataclass(frozen=True)
+class Noise:
+    """The noise model's figures (module doc): run-to-run sigmas and drift, and the real gain tested."""
+
+    van: float = SIGMA_VAN
+    lever: float = SIGMA_LEVER
+    drift: float = SIGMA_DRIFT
+    gain: float = GAIN
+    # False: no drift anchor in the session (the band is 0, the interval alone decides), as in
+    # experiment=gpu_validate, whose anchor is off.
+    anchor: bool = True
+
+
+@dataclass(frozen=True)
 class Rates:
     n: int
     false_keep: float  # kept with no real effect
@@ -55,19 +72,21 @@ class Rates:
         return self.false_keep <= MAX_FALSE_KEEP and self.power >= MIN_POWER
 
 
-def keep_rates(n: int, effect: float, draws: int, rng: np.random.Generator) -> tuple[float, float]:
+def keep_rates(
+    n: int, effect: float, draws: int, rng: np.random.Generator, noise: Noise = Noise()
+) -> tuple[float, float]:
     """(share kept by the rule, share kept by the naive rule) over `draws` simulated sessions."""
     times = (np.arange(2 * n) + 1) / (2 * n + 1)
-    drift = rng.normal(0.0, SIGMA_DRIFT, draws)
-    anchor_start = rng.normal(0.0, SIGMA_VAN, draws)
-    anchor_end = drift + rng.normal(0.0, SIGMA_VAN, draws)
-    bands = DRIFT_FACTOR * np.abs(anchor_end - anchor_start)
+    drift = rng.normal(0.0, noise.drift, draws)
+    anchor_start = rng.normal(0.0, noise.van, draws)
+    anchor_end = drift + rng.normal(0.0, noise.van, draws)
+    bands = DRIFT_FACTOR * np.abs(anchor_end - anchor_start) if noise.anchor else np.zeros(draws)
     # run index of van and lever in repeat r: (2r, 2r + 1) for even r, (2r + 1, 2r) for odd r
     r = np.arange(n)
     van_idx = np.where(r % 2 == 0, 2 * r, 2 * r + 1)
     lever_idx = np.where(r % 2 == 0, 2 * r + 1, 2 * r)
-    van = drift[:, None] * times[van_idx] + rng.normal(0.0, SIGMA_VAN, (draws, n))
-    lever = np.log1p(effect) + drift[:, None] * times[lever_idx] + rng.normal(0.0, SIGMA_LEVER, (draws, n))
+    van = drift[:, None] * times[van_idx] + rng.normal(0.0, noise.van, (draws, n))
+    lever = np.log1p(effect) + drift[:, None] * times[lever_idx] + rng.normal(0.0, noise.lever, (draws, n))
     van, lever = np.exp(van), np.exp(lever)
     kept = naive = 0
     for i in range(draws):
@@ -80,13 +99,15 @@ def keep_rates(n: int, effect: float, draws: int, rng: np.random.Generator) -> t
     return kept / draws, naive / draws
 
 
-def simulate(ns: tuple[int, ...] = NS, draws: int = DRAWS, seed: int = SEED) -> list[Rates]:
+def simulate(
+    ns: tuple[int, ...] = NS, draws: int = DRAWS, seed: int = SEED, noise: Noise = Noise()
+) -> list[Rates]:
     """The rates per n (module doc), reproducible from `seed`."""
     rng = np.random.default_rng(seed)
     out = []
     for n in ns:
-        false_keep, naive_false = keep_rates(n, 0.0, draws, rng)
-        power, naive_power = keep_rates(n, GAIN, draws, rng)
+        false_keep, naive_false = keep_rates(n, 0.0, draws, rng, noise)
+        power, naive_power = keep_rates(n, noise.gain, draws, rng, noise)
         out.append(Rates(n, false_keep, power, naive_false, naive_power, draws))
     return out
 
@@ -96,13 +117,15 @@ def smallest_n(rates: list[Rates]) -> int | None:
     return next((r.n for r in rates if r.meets), None)
 
 
-def table(rates: list[Rates], seed: int = SEED) -> str:
+def table(rates: list[Rates], seed: int = SEED, noise: Noise = Noise()) -> str:
     lines = [
-        f"noise: van {SIGMA_VAN:.0%}, lever {SIGMA_LEVER:.0%} run to run, anchor drift {SIGMA_DRIFT:.0%}"
-        f" (lognormal); {CONFIDENCE:.0%} paired t-interval on log ratios beyond the drift band",
+        f"noise: van {noise.van:.1%}, lever {noise.lever:.1%} run to run, anchor drift {noise.drift:.1%}"
+        f" (lognormal); {CONFIDENCE:.0%} paired t-interval on log ratios beyond the drift band"
+        + ("" if noise.anchor else " (no anchor: band 0)"),
         f"{rates[0].draws:,} simulated sessions per cell, seed {seed}",
         "",
-        "| n | false keep (no effect) | power (+10 %) | naive false keep | naive power | meets both |",
+        f"| n | false keep (no effect) | power (+{noise.gain:.0%}) | naive false keep | naive power"
+        " | meets both |",
         "|---:|---:|---:|---:|---:|:---:|",
     ]
     for r in rates:
@@ -124,8 +147,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=DRAWS)
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--sigma-van", type=float, default=SIGMA_VAN, help="van's run-to-run sd (log scale)")
+    parser.add_argument("--sigma-lever", type=float, default=SIGMA_LEVER, help="the lever's run-to-run sd")
+    parser.add_argument("--sigma-drift", type=float, default=SIGMA_DRIFT, help="drift across a session")
+    parser.add_argument("--gain", type=float, default=GAIN, help="the real gain whose power is measured")
+    parser.add_argument("--no-anchor", action="store_true", help="sessions without a drift anchor (band 0)")
+    parser.add_argument("--max-n", type=int, default=max(NS), help="the largest number of repeats tried")
     args = parser.parse_args(argv)
-    print(table(simulate(NS, args.draws, args.seed), args.seed))
+    figures = (args.sigma_van, args.sigma_lever, args.sigma_drift)
+    if min(figures) < 0 or args.gain <= 0 or args.max_n < 2:
+        parser.error("sigmas must be >= 0, --gain > 0 (0.1 is +10 %) and --max-n >= 2")
+    noise = Noise(args.sigma_van, args.sigma_lever, args.sigma_drift, args.gain, not args.no_anchor)
+    ns = tuple(range(2, args.max_n + 1))
+    print(table(simulate(ns, args.draws, args.seed, noise), args.seed, noise))
     return 0
 
 
