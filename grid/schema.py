@@ -113,8 +113,9 @@ class LoadSpec:
     # rest of a decode step's chunks arrive and are read in one turn (0: read on
     # every wake-up); idle turns hold nothing. Chunk timestamps are late by up
     # to this interval. Chosen by `make bench` (paced stand-in, one chunk per
-    # stream every 5 ms, c=32, 320 x 1,024 tokens, median of 3): CPU per chunk
-    # 6.7 us at 1 ms, 6.8 at 2 ms, 9.3 at 0 (vllm bench serve: 17.4 us).
+    # stream every 5 ms, c=32, 320 x 1,024 tokens, median of 3, one run on a
+    # shared 2-core machine, 2026-12-01): CPU per chunk 11.96 us at 1 ms, 13.31
+    # at 0 (vllm bench serve: 29.79 us); benchmarks/client_overhead.py RECORDED.
     read_batch_ms: float = 1.0
 
 
