@@ -65,6 +65,10 @@ def latest_cells(root: Path, session_id: str | None = None, checksums: bool = Tr
     frame = frame.merge(van, on=["model", "corpus", "repeat"], how="left", suffixes=("", "_van"))
     frame["speedup_vs_van"] = frame["output_tok_per_s"] / frame["output_tok_per_s_van"]
     frame = frame.sort_values(["model", "corpus", "lever", "k"]).reset_index(drop=True)
+    # A store written by an older schema (or a synthetic one) may lack a figure: shown as "-".
+    for name in (*COLUMNS, "bench_output_tok_per_s", "valid"):
+        if name not in frame.columns:
+            frame[name] = None
     frame.attrs["left_out"] = left_out(con, measured, session_id=session_id)
     return frame
 
@@ -119,7 +123,7 @@ def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[s
             _fmt(row.draft_tokens_per_draft, 2),
             _fmt(row.speedup_vs_van, 2),
             _fmt(row.engine_ready_s, 0),
-            f"{row.n_ok}/{row.n_errors}",
+            f"{_fmt(row.n_ok, 0)}/{_fmt(row.n_errors, 0)}",
             _validity(row),
         )
     console = console or Console(width=160)

@@ -4,7 +4,7 @@ import io
 
 from rich.console import Console
 
-from analysis.summary import latest_cells, render_repeats
+from analysis.summary import latest_cells, render, render_repeats
 from tests.unit.analysis.synthetic_store import build_store
 
 
@@ -14,3 +14,13 @@ def test_repeats_table_shows_x_van_with_interval_label_and_n(tmp_path):
     text = out.getvalue()
     assert "1.580x [1.570, 1.590] 90% CI, n=3/3 paired" in text and "real gain" in text
     assert "no drift band in this table" in text
+
+
+def test_the_cells_table_shows_figures_a_store_lacks_as_dashes(tmp_path):
+    # The synthetic store, like one written by an older schema, has no TTFT, TPOT or request
+    # counts: `grid summary` printed a traceback (AttributeError) instead of the table.
+    out = io.StringIO()
+    render(latest_cells(build_store(tmp_path / "store")), Console(file=out, width=250))
+    text = out.getvalue()
+    assert "cells (latest ok attempt each)" in text and "qwen25_7b" in text
+    assert "-/-" in text and "None" not in text
