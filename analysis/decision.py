@@ -221,17 +221,26 @@ def geomean_repeats(sides: Sequence[Iterable[Repeat]]) -> tuple[Repeat, ...]:
     """Per-repeat values of a geometric mean over several cells (e.g. over corpora).
 
     For each (session_id, repeat) key present in every side: the geometric mean
-    of the sides' values at that key. Keys missing from a side are left out.
+    of the sides' values at that key. A repeat that matched on no key because a
+    side measured it in another session (an INVALID or failed cell measured
+    again on resume lands in the resuming session) is still combined when every
+    side holds exactly one value of that repeat: its key is then
+    ("<session>+<session>", repeat), so it pairs with nothing in `judge`.
+    Other keys missing from a side are left out.
     """
     maps = [{(s, r): v for s, r, v in _positive(side)} for side in sides]
     if not maps:
         return ()
-    keys = set.intersection(*(set(m) for m in maps))
-    out = []
-    for key in sorted(keys, key=str):
-        logs = [math.log(m[key]) for m in maps]
-        out.append((key[0], key[1], math.exp(sum(logs) / len(logs))))
-    return tuple(out)
+    combined: dict[tuple[str, int], float] = {}
+    for key in set.intersection(*(set(m) for m in maps)):
+        combined[key] = math.exp(sum(math.log(m[key]) for m in maps) / len(maps))
+    matched = {r for _, r in combined}
+    for r in set.intersection(*({r for _, r in m} for m in maps)) - matched:
+        picks = [[(s, v) for (s, rr), v in m.items() if rr == r] for m in maps]
+        if all(len(p) == 1 for p in picks):
+            session = "+".join(sorted({p[0][0] for p in picks}))
+            combined[(session, r)] = math.exp(sum(math.log(p[0][1]) for p in picks) / len(picks))
+    return tuple((s, r, v) for (s, r), v in sorted(combined.items(), key=lambda item: str(item[0])))
 
 
 def choose_smallest(

@@ -7,7 +7,8 @@ analysis.decision (the same rule as the study's Table 1 and best K):
   score(config) = per repeat (session_id, repeat): its tok/s on `final_corpus`
                   when it was measured, else the geometric mean over the corpora
                   (each corpus at the config's K for that corpus), for repeat keys
-                  present on every corpus; the figure shown is the geometric
+                  present on every corpus (or a repeat measured once per corpus in
+                  different sessions: analysis.decision.geomean_repeats); the figure shown is the geometric
                   mean of those per-repeat scores
   band          = analysis.drift.drift_band over the sessions both ran in
                   (unknown drift: the interval alone decides, as in analysis)
