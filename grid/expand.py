@@ -97,8 +97,6 @@ def validate(config: Config) -> None:
         if getattr(config.load, name) < 1:
             raise ConfigError(f"load.{name} must be >= 1, got {getattr(config.load, name)}")
     for corpus, count in grid.num_prompts.items():
-        if corpus not in grid.corpora:
-            raise ConfigError(f"grid.num_prompts names corpus '{corpus}', which is not in grid.corpora")
         if count < 1:
             raise ConfigError(f"grid.num_prompts.{corpus} must be >= 1, got {count}")
     if grid.repeat_order == "same_engine" and grid.repeats > 1 and not config.load.allow_repeats:
@@ -107,6 +105,16 @@ def validate(config: Config) -> None:
             "them (prefix cache, suffix tree); use grid.repeat_order=interleaved (a launch per repeat), "
             "or set load.allow_repeats=true to measure anyway (cells record the reuse)"
         )
+
+
+def check_num_prompts_names(grid: GridSpec, catalog: Catalog) -> None:
+    """grid.num_prompts may size corpora this grid leaves out (an experiment's defaults under
+    `grid.corpora=[...]`: they apply when the corpus is in the grid); a name no corpus has is a typo."""
+    unknown = sorted(set(grid.num_prompts) - set(catalog.names("corpus")) - set(grid.corpora))
+    if unknown:
+        names = ", ".join(f"'{name}'" for name in unknown)
+        known = catalog.known("corpus")
+        raise ConfigError(f"grid.num_prompts names corpus {names}, which does not exist; {known}")
 
 
 def check_model_fits(model: ModelSpec, cluster: ClusterSpec) -> None:
@@ -167,6 +175,7 @@ def expand_all(config: Config, catalog: Catalog | None = None) -> Expansion:
     validate(config)
     grid = config.grid
     catalog = catalog or catalog_of(config)
+    check_num_prompts_names(grid, catalog)
     models = [catalog.load(ModelSpec, name) for name in grid.models]
     levers = [catalog.load(LeverSpec, name) for name in grid.levers]
     corpora = [catalog.load(CorpusSpec, name) for name in grid.corpora]

@@ -33,6 +33,8 @@ def run_small(root, *extra: str) -> tuple[int, str]:
         "gates.min_requests=2",
         # Anchors add two engine launches; their order is tested on the fake cluster.
         "grid.anchor.enabled=false",
+        # Every corpus at load.num_prompts (smoke gives chat_bench 40 for the demo's windows).
+        "~grid.num_prompts.chat_bench",
         *extra,
     ]
     code = run(overrides, console)

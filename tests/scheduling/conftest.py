@@ -69,6 +69,8 @@ def stub_overrides(root: Path, cluster: Cluster | object, *extra: str) -> list[s
         "load.max_tokens=8",
         # The drift anchor adds two launches; its own test turns it on.
         "grid.anchor.enabled=false",
+        # Every corpus at load.num_prompts (smoke gives chat_bench 40 for the demo's windows).
+        "~grid.num_prompts.chat_bench",
         # One launch per engine spec, so launch counts below are the spec counts.
         "grid.engine_reuse=per_spec",
         # These tests are about scheduling and resume, not gates: a loaded machine's

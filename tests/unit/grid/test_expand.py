@@ -177,7 +177,7 @@ def test_auto_engine_reuse_gives_suffix_levers_a_fresh_engine_per_corpus_only():
 
 def test_grid_num_prompts_sizes_one_corpus_and_changes_only_its_keys():
     plain = {c.label: c for c in cells_for("experiment=smoke")}
-    sized = {c.label: c for c in cells_for("experiment=smoke", "+grid.num_prompts.chat_bench=7")}
+    sized = {c.label: c for c in cells_for("experiment=smoke", "grid.num_prompts.chat_bench=7")}
     for label, cell in sized.items():
         if "/chat_bench/" in label:
             assert cell.load.num_prompts == 7 and cell.key != plain[label].key
@@ -185,9 +185,19 @@ def test_grid_num_prompts_sizes_one_corpus_and_changes_only_its_keys():
             assert cell.load == plain[label].load and cell.key == plain[label].key
 
 
+def test_an_experiments_sizing_of_a_corpus_left_out_of_the_grid_is_ignored():
+    # smoke sizes chat_bench (40 prompts, for the demo's windows); a grid of code_complete alone
+    # stopped with "grid.num_prompts names corpus 'chat_bench', which is not in grid.corpora".
+    chat = [c for c in cells_for("experiment=smoke") if c.corpus.name == "chat_bench"]
+    assert {c.load.num_prompts for c in chat} == {40}
+    cells = cells_for("experiment=smoke", "grid.corpora=[code_complete]", "load.num_prompts=9")
+    assert {c.corpus.name for c in cells} == {"code_complete"}
+    assert {c.load.num_prompts for c in cells} == {9}
+
+
 @pytest.mark.parametrize(
     ("override", "words"),
-    [("+grid.num_prompts.nope=7", "names corpus 'nope'"), ("+grid.num_prompts.chat_bench=0", "must be >= 1")],
+    [("+grid.num_prompts.nope=7", "names corpus 'nope'"), ("grid.num_prompts.chat_bench=0", "must be >= 1")],
 )
 def test_grid_num_prompts_rejects_unknown_corpora_and_zero(override, words):
     with pytest.raises(ConfigError, match=words):

@@ -63,7 +63,8 @@ def test_gpu_hours_follow_the_stated_cost_model():
     )
     group = group_by_engine(expand(config))[0]
     cost = group_cost(group, config.plan)
-    tokens = 2 * (config.load.num_prompts + config.load.warmup_requests) * config.load.max_tokens
+    # Each cell at its own load (smoke sizes chat_bench apart: grid.num_prompts).
+    tokens = sum((c.load.num_prompts + c.load.warmup_requests) * c.load.max_tokens for c in group.cells)
     assert cost.rate_source == "plan.rates override"
     assert cost.wall_s == pytest.approx(100 + tokens / 10)
     assert cost.gpu_s == cost.wall_s  # tp 1

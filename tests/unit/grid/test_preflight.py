@@ -66,6 +66,8 @@ def overrides(root, *extra):
         f"paths.data_dir={root / 'data'}",
         f"paths.cache_dir={root / 'cache'}",
         f"paths.store={root / 'store'}",
+        # The small corpora below hold SMOKE_SENDS prompts: every corpus at load.num_prompts.
+        "~grid.num_prompts.chat_bench",
         *extra,
     ]
 

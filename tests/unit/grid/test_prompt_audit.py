@@ -21,7 +21,9 @@ def write_corpus(tmp_path, name, texts):
 
 
 def groups_for(tmp_path, corpora, *overrides):
-    cells = expand(to_config(compose_config(["experiment=smoke", "grid.levers=[van]", *overrides])))
+    # Every corpus at load.num_prompts (smoke sizes chat_bench for the demo's windows).
+    argv = ["experiment=smoke", "grid.levers=[van]", "~grid.num_prompts.chat_bench", *overrides]
+    cells = expand(to_config(compose_config(argv)))
     by_name = {c.name: c for c in corpora}
     # The smoke grid's two corpora, pointed at small files of our own.
     names = {"code_complete": corpora[0].name, "chat_bench": corpora[1].name}
