@@ -4,7 +4,7 @@
 # part `grid`: the gpu_validate experiment through the Ray scheduler (two GPUs: two engines at once);
 # part `tp2`: the Llama-8B-shaped dummy at TP=2 on code_complete, levers $TP2_LEVERS (default [van,suffix]);
 # part `crosscheck`: harness vs `vllm bench serve` on one engine;
-# part `tune`: experiments.tune for SmolLM2 (stages $TUNE_STAGES, 3 repeats, one H200); run it again
+# part `tune`: experiments.tune for SmolLM2 (stages $TUNE_STAGES, $TUNE_REPEATS repeats (3), one H200); run it again
 # to resume (the store in $HOME/store-tune is the only state; carry it back with $OUT).
 # Everything lands in $OUT (store tables, engine logs, timings, the step's output in $OUT/<part>.log).
 # The step's timeout defaults to what is left of the device call (CALL_LIMIT_S, the call's
@@ -38,7 +38,7 @@ case $part in
       load.token_ids=false $*" python3 -m benchmarks.crosscheck_engine | tee $OUT/crosscheck.txt ;;
   tune) timeout $STEP_TIMEOUT_S python3 -m experiments.tune model=tiny experiment=gpu_validate \
          "stages=${TUNE_STAGES:-[van,kpad,confirm]}" out_dir=$HOME/tune-out \
-         "grid_overrides=['cluster=device_h200','paths.data_dir=.gpu/data','paths.store=$store','grid.repeats=3'${TUNE_OVERRIDES:+,$TUNE_OVERRIDES}]" "$@"
+         "grid_overrides=['cluster=device_h200','paths.data_dir=.gpu/data','paths.store=$store','grid.repeats=${TUNE_REPEATS:-3}'${TUNE_OVERRIDES:+,$TUNE_OVERRIDES}]" "$@"
        rc=$?; [ -d $HOME/tune-out ] && cp -r $HOME/tune-out $OUT/; (exit $rc) ;;
 esac
 rc=$?
