@@ -10,8 +10,9 @@ driver ran on this host and is gone (a driver killed and run again).
 How "created only if absent" is made:
 - a local folder: the lease is written to a temp file, then hard-linked onto
   its name (link fails if the name exists), so a reader sees no lease or a
-  whole one; a stale one is renamed away first, and only the driver whose
-  rename moved the stale token goes on to create;
+  whole one; a stale one is taken over under a lock file beside it
+  (`.lock-<cell_key>`, flock): the driver that finds the stale token still
+  there removes it and creates its own;
 - an object store (store/fs.py): pyarrow's filesystem has no conditional PUT
   (S3's If-None-Match), and boto3 cannot share the harness's venv (botocore
   pins python-dateutil < 3), so it is best effort: PUT only if absent, wait
@@ -23,6 +24,7 @@ How "created only if absent" is made:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import secrets
@@ -147,22 +149,23 @@ def take_over(path: StoreRoot, stale: Lease, lease: Lease, read_back: bool = Tru
         path.unlink(missing_ok=True)
         return create(path, lease, read_back)
     assert isinstance(path, Path)
-    moved = path.with_name(f".stale-{lease.token}-{path.name}")
-    try:
-        os.rename(path, moved)
-    except FileNotFoundError:
+    # Take-overs of one lease are serialised by a lock file beside it (kept: unlinking a lock
+    # file others wait on would let two hold it). Renaming the stale lease away without one
+    # let two drivers win: while one put back a fresh lease it had moved by mistake, the name
+    # was absent and a third created its own (CI, 2026-12-01).
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".lock-{path.stem}"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            current = read_lease(path)
+        except ValueError:
+            current = None  # unreadable: removed as stale
+        else:
+            if current is None or current.token != stale.token:
+                return False  # released, or another driver took it over first
+        path.unlink(missing_ok=True)
+        # A driver creating anew (the name absent) may still win here: create is atomic, one holds it.
         return create(path, lease)
-    try:
-        ours = Lease.from_bytes(moved.read_bytes()).token == stale.token
-    except (ValueError, KeyError, TypeError):
-        ours = True  # unreadable: moved away as stale
-    if not ours:  # another driver's fresh lease: put it back (unless a third one holds the name now)
-        with contextlib.suppress(FileExistsError):
-            os.link(moved, path)
-        moved.unlink(missing_ok=True)
-        return False
-    moved.unlink(missing_ok=True)
-    return create(path, lease)
 
 
 def renew(path: StoreRoot, lease: Lease, ttl_s: float) -> Lease | None:
