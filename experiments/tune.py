@@ -71,6 +71,9 @@ class TuneConfig:
     stages: list[str] = field(default_factory=lambda: list(STAGES))
     # load.seed of the confirmation run: a seed no stage used, so its prompts and cells are new.
     confirm_seed: int = 1000
+    # grid.repeats of the confirmation (None: the stages' own). Its size is a choice apart from
+    # the stages': on a device budget, repeats spent on the stages buy the keep, these the figure.
+    confirm_repeats: int | None = None
     rules: TuneRules = field(default_factory=TuneRules)
     out_dir: str = "results/tune"
 
@@ -99,6 +102,11 @@ def compose_tune(overrides: list[str]) -> TuneConfig:
     unknown = [s for s in tune.stages if s not in STAGES]
     if unknown or tune.stages[:1] != ["van"]:
         raise ConfigError(f"stages must start with van and be among {', '.join(STAGES)}; got {tune.stages}")
+    if tune.confirm_repeats is not None and tune.confirm_repeats < 2:
+        raise ConfigError(
+            f"confirm_repeats={tune.confirm_repeats}: the confirmation's interval needs at least 2 repeats "
+            "(3 or more for one narrower than the noise); leave it out to use the stages' grid.repeats"
+        )
     return tune
 
 
@@ -238,6 +246,8 @@ def confirm(t: Tune, final: LeverConfig) -> Decision | None:
     for k, corpora in sorted(corpora_by_k.items()):
         overrides = [f"grid.levers=[van,{final.lever}]", f"grid.corpora=[{','.join(corpora)}]"]
         overrides += [f"load.seed={t.cfg.confirm_seed}", *([f"+grid.ks.{final.lever}=[{k}]"] if k else [])]
+        if t.cfg.confirm_repeats is not None:  # after grid_overrides: the later value wins
+            overrides.append(f"grid.repeats={t.cfg.confirm_repeats}")
         keys |= t.stage("confirm" if len(corpora_by_k) == 1 else f"confirm-k{k}", *overrides)
     medians, drift, verdicts = t.evidence(keys)
     decision = decide_change("confirm", t.uniform("van", 0), final, medians, drift, verdicts, t.cfg.rules,

@@ -73,3 +73,28 @@ def test_a_confirmation_within_noise_is_reported_as_not_confirmed(tmp_path):
     decision = confirm(t, final)
     assert [name for name, _ in t.runs] == ["confirm"]
     assert decision.decision == "not confirmed" and "within noise" in decision.reason
+
+
+def test_confirm_repeats_sizes_the_confirmation_alone(tmp_path):
+    from grid.compose import compose_config
+
+    cfg = compose_tune(["model=tiny", f"out_dir={tmp_path}", "confirm_repeats=3",
+                        'grid_overrides=["grid.repeats=5"]'])  # fmt: skip
+    final = LeverConfig.uniform("suffix", 8, CORPORA)
+    figures = medians(
+        [(c, lever, k, 100.0, "C") for c in CORPORA for lever, k in (("van", 0), ("suffix", 8))]
+    )
+    t = FakeTune(cfg, (figures, drift([("C", 0.01, 100.0)]), verdicts([])))
+    confirm(t, final)
+    ((_, overrides),) = t.runs
+    assert compose_config([*t.base, *overrides]).grid.repeats == 3
+    assert compose_config(t.base).grid.repeats == 5  # the stages keep theirs
+
+
+def test_a_confirmation_of_one_repeat_is_refused(tmp_path):
+    import pytest
+
+    from grid.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="confirm_repeats=1"):
+        compose_tune(["model=tiny", f"out_dir={tmp_path}", "confirm_repeats=1"])
