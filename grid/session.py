@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import importlib.metadata
+import os
 import platform
 import secrets
 import socket
@@ -38,8 +39,17 @@ def utc_now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
+HARNESS_VERSION_ENV = "LEVER_GRID_HARNESS_VERSION"
+# Written beside the code by whoever copies it out of git (the GPU kit's clean worktree, a Ray
+# Job's working_dir): a copy has no .git, and every session of the 2026-12-01 H200 record said 'unknown'.
+HARNESS_VERSION_FILE = ".harness-version"
+
+
 def harness_version() -> str:
-    """Git SHA of the harness checkout (with -dirty), or 'unknown' outside git."""
+    """The harness's version: $LEVER_GRID_HARNESS_VERSION, else the checkout's git SHA (with -dirty),
+    else the first line of `.harness-version` at the project root, else 'unknown'."""
+    if given := os.environ.get(HARNESS_VERSION_ENV, "").strip():
+        return given
     try:
         out = subprocess.run(
             ["git", "describe", "--always", "--dirty", "--abbrev=12"],
@@ -51,6 +61,10 @@ def harness_version() -> str:
         )
         return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        return (PROJECT_ROOT / HARNESS_VERSION_FILE).read_text().split("\n", 1)[0].strip() or "unknown"
+    except OSError:
         return "unknown"
 
 

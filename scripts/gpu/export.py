@@ -25,7 +25,7 @@ def main(store: Path, out: Path) -> None:
             con.execute(f"COPY (SELECT * FROM {view}) TO '{out / (view + '.parquet')}' (FORMAT parquet)")
     if has_view(con, "sessions"):
         (out / "sessions.json").write_text(
-            con.execute("SELECT * FROM sessions").df().to_json(orient="records")
+            con.execute("SELECT * FROM sessions").df().to_json(orient="records", date_format="iso")
         )
     with (out / "engine_logs.txt").open("w") as sink:
         for log in sorted(store.glob("logs/*/*.log")):

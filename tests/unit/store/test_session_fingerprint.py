@@ -2,6 +2,8 @@
 
 from types import SimpleNamespace
 
+import pytest
+
 from grid import session
 from store.atomic import write_json
 from store.layout import StoreLayout
@@ -81,3 +83,24 @@ def test_end_fingerprint_adds_end_time_and_the_cells_hosts(tmp_path, monkeypatch
     write_json(layout.session_file("s1"), end)
     row = connect(tmp_path).execute("SELECT hosts, ended_at IS NOT NULL FROM sessions").fetchone()
     assert row == (["driver", "node-a", "node-b"], True)
+
+
+def test_harness_version_of_a_copy_outside_git(tmp_path, monkeypatch):
+    """A copy of the code without .git (the GPU kit's tree, a Ray Job's working_dir) names its version."""
+    monkeypatch.delenv(session.HARNESS_VERSION_ENV, raising=False)
+    monkeypatch.setattr(session, "PROJECT_ROOT", tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # no repository above tmp_path
+    assert session.harness_version() == "unknown"
+    (tmp_path / session.HARNESS_VERSION_FILE).write_text("4fbcf5d1a2b3\n")
+    assert session.harness_version() == "4fbcf5d1a2b3"
+    monkeypatch.setenv(session.HARNESS_VERSION_ENV, "given-1")
+    assert session.harness_version() == "given-1"
+
+
+def test_harness_version_of_the_checkout_is_its_git_sha(monkeypatch):
+    monkeypatch.delenv(session.HARNESS_VERSION_ENV, raising=False)
+    head = session.subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=session.PROJECT_ROOT,
+                                  capture_output=True, text=True).stdout.strip()  # fmt: skip
+    if not head:
+        pytest.skip("not a git checkout")
+    assert session.harness_version().startswith(head)
