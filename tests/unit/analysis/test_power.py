@@ -36,7 +36,7 @@ def test_one_fewer_repeat_misses_the_power_target():
 
 
 def test_the_noise_of_the_h200_tune_needs_more_repeats_than_the_default():
-    # docs/benchmarks/2026-12-01-h200-tune.md: van 7.5 %, suffix 20 % run to run, no anchor,
+    # docs/benchmarks/2026-12-01-h200-tune.md, part 2 alone: van 7.5 %, suffix 20 % run to run, no anchor,
     # a +24 % gain. At 3 repeats the rule keeps it about a third of the time; without an
     # anchor the false-keep rate is the interval's one-sided 5 %.
     h200 = Noise(van=0.075, lever=0.2, drift=0.0, gain=0.24, anchor=False)
