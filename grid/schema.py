@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+# omegaconf.MISSING is this string; spelled here so that importing the schemas (every worker
+# does, for LoadSpec and the specs) loads neither omegaconf nor hydra (~16 MB of RSS).
+MISSING = "???"
 
 
 @dataclass
@@ -364,6 +365,8 @@ class Config:
 
 def register() -> None:
     """Register the schemas so Hydra validates conf/ against them."""
+    from hydra.core.config_store import ConfigStore
+
     cs = ConfigStore.instance()
     # Group files (engine/, load/, cluster/) merge into Config's typed fields,
     # which validates them; only the root schema needs registering.

@@ -15,14 +15,16 @@ import time
 from array import array
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from grid.schema import LoadSpec
 from workers.http1 import Connection, MalformedResponse, ReadBatcher, Response, parse_response
 from workers.prompts import Prompt
 from workers.sse import decode_response
+
+if TYPE_CHECKING:  # annotations only: the client imports no config system (hydra: ~6 MB of RSS)
+    from grid.schema import LoadSpec
 
 KEEPALIVE_S = 2.0
 ENCODE = msgspec.json.Encoder().encode

@@ -128,5 +128,5 @@ def test_tune_rejects_unknown_keys_with_or_without_plus(form):
     with pytest.raises(ConfigError) as info:
         compose_tune(["model=tiny", f"{form}sufix_k=4"])
     text = str(info.value)
-    assert "unknown key 'sufix_k': the config's keys are confirm_seed, corpora, " in text
+    assert "unknown key 'sufix_k': the config's keys are confirm_repeats, confirm_seed, corpora, " in text
     assert "(experiments/tune.py:TuneConfig)" in text and "+sufix_k" not in text
