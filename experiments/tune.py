@@ -318,6 +318,8 @@ def write_outputs(t: Tune, final: LeverConfig, confirmation: Decision | None = N
                 "store": str(t.store),
                 # The reported figure: the confirmation run's, in a fresh session with new seeds.
                 "confirmation": speedup_fields(confirmation),
+                # False: its gain did not clear the noise on new prompts (decisions.md says what to do).
+                "confirmed": None if confirmation is None else confirmation.decision == "confirmed",
                 # What the selection saw (the maximum of noisy figures), for comparison only.
                 "in_tuning": speedup_fields(tuning_gain(t, final)),
             },
@@ -363,7 +365,23 @@ def decision_log(t: Tune, final: LeverConfig) -> str:
             d.reason,
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    if note := unconfirmed_note(t):
+        lines += ["", note]
     return "\n".join(lines) + "\n"
+
+
+def unconfirmed_note(t: Tune) -> str:
+    """What a final configuration whose confirmation did not clear the noise means, in words; '' otherwise."""
+    d = next((d for d in t.decisions if d.stage == "confirm"), None)
+    if d is None or d.decision != "not confirmed":
+        return ""
+    repeats = f"{d.n_repeats} repeats" if d.n_repeats else "its repeats"
+    return (
+        f"**Not confirmed.** {d.candidate} is the final configuration because its stage cleared the rule, "
+        f"but on new prompts ({repeats}) its gain over van was {fmt(d.gain, '+.1%')} with an interval that "
+        "does not clear the noise: deploy it as unproven, or run the confirmation again with more repeats "
+        "(`confirm_repeats=N`; `python -m analysis.power` says how many your noise needs)."
+    )
 
 
 def tune(overrides: list[str], console: Console | None = None, replay: bool = False) -> int:
@@ -377,6 +395,8 @@ def tune(overrides: list[str], console: Console | None = None, replay: bool = Fa
     out = write_outputs(t, final, confirmation)
     figure = "" if confirmation is None else f"; confirmation: {confirmation.reason}"
     t.console.print(f"tune: final {final.label}{figure}; config, command and decision log in {out}")
+    if note := unconfirmed_note(t):
+        t.console.print(note.replace("**", ""))
     return 0
 
 

@@ -57,7 +57,8 @@ def test_the_confirmation_runs_each_k_with_new_seeds_and_its_figure_is_reported(
     assert decision.decision == "confirmed" and decision.label == "real gain"
     out = write_outputs(t, final, decision)
     written = yaml.safe_load((out / "final.yaml").read_text())
-    assert written["confirmation"]["label"] == "real gain"
+    assert written["confirmation"]["label"] == "real gain" and written["confirmed"] is True
+    assert "Not confirmed" not in (out / "decisions.md").read_text()
     assert 1.15 < written["confirmation"]["speedup_vs_van"] < 1.2
     assert written["confirmation"]["interval"][0] > 1.01
     assert "| confirm | bestkpad" in (out / "decisions.md").read_text()
@@ -73,6 +74,10 @@ def test_a_confirmation_within_noise_is_reported_as_not_confirmed(tmp_path):
     decision = confirm(t, final)
     assert [name for name, _ in t.runs] == ["confirm"]
     assert decision.decision == "not confirmed" and "within noise" in decision.reason
+    out = write_outputs(t, final, decision)
+    written = yaml.safe_load((out / "final.yaml").read_text())
+    assert written["lever"] == "suffix" and written["confirmed"] is False
+    assert "**Not confirmed.** suffix K=8 is the final configuration" in (out / "decisions.md").read_text()
 
 
 def test_confirm_repeats_sizes_the_confirmation_alone(tmp_path):
