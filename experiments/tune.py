@@ -120,7 +120,7 @@ class Tune:
     console: Console
     decisions: list[Decision] = field(default_factory=list)
     keys: set[str] = field(default_factory=set)
-    # Replay: run nothing, decide from what the store already holds (every cell in it).
+    # Replay: run nothing; each stage decides from the store's cells of the stages run so far.
     replay: bool = False
 
     @property
@@ -145,9 +145,13 @@ class Tune:
         return keys
 
     def evidence(self, keys: set[str] | None = None) -> tuple:
-        """Medians, drift and verdicts of the tune's cells (`keys` only, when given)."""
+        """Medians, drift and verdicts of the cells of the stages run so far (`keys` only, when given).
+
+        A replay reads the same cells as the live tune did at that point: the store may hold later
+        stages' cells (a confirmation's, with the same lever and K), which the live decision never saw.
+        """
         con = connect(self.store)
-        measured = measured_cells(con, keys if keys is not None else None if self.replay else self.keys)
+        measured = measured_cells(con, keys if keys is not None else self.keys)
         medians, _ = lever_medians(measured)
         drift, _ = session_drift(anchor_runs(con, set(measured["session_id"])))
         return medians, drift, equivalence_table(con)

@@ -30,15 +30,21 @@ from store.writer import write_ok_attempt
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
-def rebuild_store(root: Path) -> None:
-    """The recorded tune's summary rows and verdicts (text fixtures) written back as a store."""
+def rebuild_store(root: Path, fixture: str = "tune", sessions: tuple[str, ...] = ()) -> None:
+    """A recorded tune's summary rows and verdicts (text fixtures `<fixture>_cells.csv`,
+    `<fixture>_equivalence.csv`) written back as a store; only the sessions whose ids contain one of
+    `sessions`, when given."""
     layout = StoreLayout(root)
-    cells = pd.read_csv(FIXTURES / "tune_cells.csv").astype(object)
+    cells = pd.read_csv(FIXTURES / f"{fixture}_cells.csv").astype(object)
+    if sessions:
+        cells = cells[cells["session_id"].str.contains("|".join(sessions))]
     cells = cells.where(cells.notna(), None)
     for row in cells.to_dict("records"):
         tags = {name: row.pop(name) for name in ("session_id", "cell_key", "attempt_id")}
         write_ok_attempt(layout, tags, [], row)
-    verdicts = pd.read_csv(FIXTURES / "tune_equivalence.csv")
+    verdicts = pd.read_csv(FIXTURES / f"{fixture}_equivalence.csv")
+    if sessions:
+        verdicts = verdicts[verdicts["session_id"].str.contains("|".join(sessions))]
     write_parquet(layout.equivalence_file("recorded"), pa.Table.from_pandas(verdicts, preserve_index=False))
 
 
