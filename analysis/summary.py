@@ -102,6 +102,8 @@ def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[s
         "TPOT p50 ms",
         "accept",
         "draft tok/draft",
+        "step ms",
+        "tok/step",
         "x van",
         "ready s",
         "ok/err",
@@ -121,6 +123,8 @@ def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[s
             _fmt(row.tpot_ms_p50),
             _fmt(row.acceptance_rate, 2),
             _fmt(row.draft_tokens_per_draft, 2),
+            _fmt(getattr(row, "chunk_gap_ms_p50", None), 1),
+            _fmt(getattr(row, "tokens_per_chunk", None), 2),
             _fmt(row.speedup_vs_van, 2),
             _fmt(row.engine_ready_s, 0),
             f"{_fmt(row.n_ok, 0)}/{_fmt(row.n_errors, 0)}",
@@ -130,7 +134,8 @@ def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[s
     console.print(table)
     console.print(
         "out tok/s: output tokens inside the steady-state window / its length; bench tok/s: "
-        "completed tokens / first send to last completion (as vllm bench serve)"
+        "completed tokens / first send to last completion (as vllm bench serve); step ms, tok/step: "
+        "a stream's time between chunks in the window (p50) and tokens per chunk (one chunk per engine step)"
     )
     for row in frame.itertuples():
         if getattr(row, "valid", True) is False:

@@ -187,6 +187,9 @@ def summarize(
         "chunk_tokens_exact": all(r.chunk_tokens is not None for r in done),
         "ttft_ms_p50": metrics.median_or_none([metrics.ttft_ms(r) for r in done]),
         "tpot_ms_p50": metrics.median_or_none([metrics.tpot_ms(r) for r in done]),
+        # Per engine step as a stream sees it: its length and the tokens it brought (workers/windows.py).
+        "chunk_gap_ms_p50": windows.window_chunk_gap_ms_p50(records, window) if window else None,
+        "tokens_per_chunk": windows.window_tokens_per_chunk(records, window) if window else None,
         "acceptance_rate": metrics.acceptance_rate(delta.spec_accepted_tokens, delta.spec_draft_tokens),
         "draft_tokens_per_draft": metrics.draft_tokens_per_draft(delta.spec_draft_tokens, delta.spec_drafts),
         "client_cpu_s": cpu_s,

@@ -115,6 +115,11 @@ def test_window_gates_and_effective_config_are_columns(store):
     assert set(by_lever.loc["van", "engine_async_scheduling"]) == {True}
     assert set(by_lever.loc["suffix", "engine_async_scheduling"]) == {False}
     assert set(cells["engine_log_version"]) == {"0.32.0"}
+    # A stream's step as the client saw it: every cell stepped, each step brought at least one token,
+    # and van one a step (a lagging server may merge a few chunks, never half of them).
+    assert (cells["chunk_gap_ms_p50"] > 0).all()
+    assert (cells["tokens_per_chunk"] >= 1).all()
+    assert (by_lever.loc[["van"], "tokens_per_chunk"] < 2).all()
 
 
 def test_suffix_says_exactly_what_van_says_in_float32(store):

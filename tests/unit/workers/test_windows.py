@@ -6,11 +6,14 @@ from workers.load import RequestRecord
 from workers.windows import (
     Window,
     chunk_token_counts,
+    chunks_in_window,
     completed_in_window,
     mean_in_flight,
     steady_window,
     tokens_in_window,
+    window_chunk_gap_ms_p50,
     window_output_tok_per_s,
+    window_tokens_per_chunk,
 )
 
 S = 1_000_000_000
@@ -78,3 +81,34 @@ def test_tokens_fall_back_to_usage_spread_over_chunks():
 def test_completed_in_window_counts_ends_inside():
     records = closed_loop()
     assert completed_in_window(records, Window(0, int(10.05 * S))) == 1
+
+
+def stream(i, start_s, step_ms, tokens_per_step, steps):
+    """One stream that gets a chunk of `tokens_per_step` tokens every `step_ms`."""
+    chunks = [int(start_s * S + k * step_ms * 1e6) for k in range(steps)]
+    return RequestRecord(i, str(i), "measure", send_ns=int((start_s - 0.05) * S), end_ns=chunks[-1],
+                         chunk_ns=chunks, completion_tokens=tokens_per_step * steps,
+                         chunk_tokens=[tokens_per_step] * steps)  # fmt: skip
+
+
+def test_step_time_and_tokens_per_step_inside_the_window():
+    # A drafting lever's shape: 5 tokens a step, 12 ms a step; a van-like stream: 1 token, 3 ms.
+    window = Window(int(1.0 * S), int(2.0 * S))
+    drafting = [stream(i, 0.5 + i * 0.001, 12.0, 5, 200) for i in range(4)]
+    assert window_chunk_gap_ms_p50(drafting, window) == pytest.approx(12.0, abs=0.01)
+    assert window_tokens_per_chunk(drafting, window) == pytest.approx(5.0)
+    plain = [stream(i, 0.5, 3.0, 1, 800) for i in range(2)]
+    assert window_chunk_gap_ms_p50(plain, window) == pytest.approx(3.0, abs=0.01)
+    assert chunks_in_window(plain, window) == 2 * 333  # chunks at 1.001 ... 1.997 s: [start, end)
+
+
+def test_gaps_that_straddle_the_window_edge_are_left_out():
+    # Fast steps before the window, slow inside: only the inside gaps count.
+    window = Window(int(1.0 * S), int(2.0 * S))
+    fast = [int(0.5 * S + k * 1e6) for k in range(500)]  # 0.5-1.0 s, 1 ms apart
+    slow = [int(1.0 * S + k * 20e6) for k in range(50)]  # 1.0-2.0 s, 20 ms apart
+    record = RequestRecord(0, "0", "measure", send_ns=int(0.4 * S), end_ns=slow[-1], chunk_ns=fast + slow,
+                           completion_tokens=550, chunk_tokens=[1] * 550)  # fmt: skip
+    assert window_chunk_gap_ms_p50([record], window) == pytest.approx(20.0)
+    assert window_chunk_gap_ms_p50([record], Window(int(3 * S), int(4 * S))) is None
+    assert window_tokens_per_chunk([record], Window(int(3 * S), int(4 * S))) is None
