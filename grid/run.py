@@ -232,6 +232,7 @@ def stop_on_signals(stop: Stop, console: Console) -> Iterator[None]:
             console.print(f"{signal.Signals(signum).name} again: exiting now")
             os._exit(128 + signum)
         stop.signum = signum
+        stop.at_s = time.time()
         stop.reason = f"{signal.Signals(signum).name} received"
         console.print(
             f"stopping: {stop.engines} engines (their cells are recorded as interrupted); "

@@ -271,7 +271,9 @@ def interrupt(
     stop.cluster_gone = not within(CLEANUP_S, lambda: [finish(launch) for launch in launches])
     outcomes = []
     for launch in in_flight.values():
-        for outcome in record_interrupted(launch.group, ctx, launch.started_s, f"interrupted: {stop.reason}"):
+        for outcome in record_interrupted(
+            launch.group, ctx, launch.started_s, f"interrupted: {stop.reason}", stop.at_s
+        ):
             on_outcome(outcome)
             outcomes.append(outcome)
     in_flight.clear()

@@ -14,6 +14,8 @@ class Stop:
     signum: int | None = None
     reason: str | None = None
     engines: int = 0  # engines in flight now, for the "stopping: N engines" line
+    # When a signal asked for the stop (epoch s): cells that failed after it failed because of it.
+    at_s: float | None = None
     # The cluster stopped answering during the stop (its processes got the signal too).
     cluster_gone: bool = False
 

@@ -25,7 +25,7 @@ from grid.schema import EquivalenceConfig, GateConfig
 from store.fs import StorePath, StoreRoot
 from store.layout import MANIFEST, StoreLayout
 from store.space import MIN_FREE_BYTES, store_problem
-from store.writer import write_failed_attempt, write_ok_attempt
+from store.writer import utc_now, write_failed_attempt, write_ok_attempt
 from workers import cudagraph_log, dynk_log, engine_registry, metrics, windows
 from workers.counters import ServerCounters, scrape
 from workers.engine import LOG_TAIL_LINES, Engine, exit_description, log_tail, new_endpoint
@@ -516,23 +516,51 @@ def record_lost(group: EngineGroup, ctx: RunContext, error: str) -> list[CellOut
     return [_fail(layout, ctx, cell, error, tail) for cell in group.cells]
 
 
-def record_interrupted(group: EngineGroup, ctx: RunContext, since_s: float, reason: str) -> list[CellOutcome]:
+def record_interrupted(
+    group: EngineGroup, ctx: RunContext, since_s: float, reason: str, stop_s: float | None = None
+) -> list[CellOutcome]:
     """Interrupted attempts for the group's cells that wrote nothing since `since_s` (epoch s).
 
     The driver stopped (Ctrl-C, SIGTERM) while this launch ran: its finished
     cells have their own manifests; the others are recorded as interrupted,
-    neither failed nor done, and run again on resume.
+    neither failed nor done, and run again on resume. A cell that failed after
+    the stop began (`stop_s`, less a second for coarse store clocks) failed
+    because of it: its engine was ended under it ("engine exited (signal 9)
+    during the warm-up", seen in CI), so it is recorded as interrupted too,
+    after the failure, whose attempt the ledger then reads as superseded.
     """
     layout = StoreLayout(ctx.store_root)
     outcomes = []
     for cell in group.cells:
-        if any(m.stat().st_mtime >= since_s for m in layout.cell_dir(cell.key).glob(f"*/{MANIFEST}")):
+        recent = [m for m in layout.cell_dir(cell.key).glob(f"*/{MANIFEST}") if m.stat().st_mtime >= since_s]
+        casualties = [m for m in recent if stop_casualty(m, stop_s)]
+        if len(casualties) < len(recent):
             continue
+        if casualties:
+            after_written_at(max(json.loads(m.read_text()).get("written_at", "") for m in casualties))
         attempt_id = new_attempt_id(ctx.session_id)
         tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
         note = record_failure(layout, tags, reason, "", status="interrupted")
         outcomes.append(CellOutcome(cell.key, cell.label, attempt_id, "interrupted", reason + note))
     return outcomes
+
+
+def stop_casualty(manifest: Any, stop_s: float | None) -> bool:
+    """A failed manifest written after the stop began (see record_interrupted)."""
+    if stop_s is None or manifest.stat().st_mtime < stop_s - 1.0:
+        return False
+    try:
+        return json.loads(manifest.read_text()).get("status") == "failed"
+    except (OSError, ValueError):
+        return False
+
+
+def after_written_at(written_at: str) -> None:
+    """Wait until the store's clock (whole seconds, store/writer.py) has passed `written_at`, so the
+    attempt written next sorts after it in the ledger (written_at, then the random attempt id)."""
+    deadline = time.monotonic() + 2.0
+    while utc_now() <= written_at and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def record_failure(
