@@ -112,3 +112,14 @@ def test_gaps_that_straddle_the_window_edge_are_left_out():
     assert window_chunk_gap_ms_p50([record], window) == pytest.approx(20.0)
     assert window_chunk_gap_ms_p50([record], Window(int(3 * S), int(4 * S))) is None
     assert window_tokens_per_chunk([record], Window(int(3 * S), int(4 * S))) is None
+
+
+def test_step_time_survives_chunks_that_arrive_in_one_read():
+    # A busy client reads several chunks per recv and stamps them alike: steps of 10 ms, delivered
+    # in bursts of 4 (stamps 0,0,0,0,40,40,...). The median gap would be 0; the step is still 10 ms.
+    window = Window(int(1.0 * S), int(3.0 * S))
+    bursts = [int(1.0 * S + (k // 4) * 40e6) for k in range(160)]
+    record = RequestRecord(0, "0", "measure", send_ns=int(0.9 * S), end_ns=bursts[-1], chunk_ns=bursts,
+                           completion_tokens=160, chunk_tokens=[1] * 160)  # fmt: skip
+    assert window_chunk_gap_ms_p50([record], window) == pytest.approx(39 * 40 / 159, rel=1e-6)
+    assert window_chunk_gap_ms_p50([record], window) > 9.0
