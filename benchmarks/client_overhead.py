@@ -18,7 +18,10 @@ the ramp-up and drain of the load fall out. Every measurement is repeated
 shared machine falls on all of them alike; printed are the median, the
 min-max spread, and ours / vllm's ratio (target <= 0.25 at paced arrival).
 "ours rb=X" is this client with load.read_batch_ms=X; "before" (with
-`--before DIR`) is the client of another tree, for a before/after in one run.
+`--before DIR`) is the client of another tree, for a before/after in one run;
+"floor" (drive_floor.py) reads the same sockets on the same loop with the same
+1 ms hold and does nothing else: the cost any asyncio client pays per chunk.
+"of sys" is the part of µs/chunk spent in the kernel (wait4's system time).
 Last, the client's peak RSS at N and 3N requests (paced) shows whether memory
 grows with the run. RECORDED (printed first) is the last before/after.
 """
@@ -62,7 +65,12 @@ recorded 2026-12-01, paced 5 ms, 1 token/chunk (µs CPU per chunk, median of 3, 
   then, the client without hydra / omegaconf on its import path (workers.load, grid.schema):
                               ours rb=1 8.59 (8.5-10.5), vllm bench serve 19.99 (19.1-21.6), ratio 0.43;
                               RSS 42.6 MB at 320 requests (was 50.0), 54.3 MB at 960: 18.5 bytes per
-                              extra chunk, the records themselves (stamps, token counts, text)."""
+                              extra chunk, the records themselves (stamps, token counts, text).
+  the floor (drive_floor: same sockets, loop and hold, nothing done with the bytes), one run, median of 3:
+                              floor 5.84 (4.8-7.3) of which sys 3.81; ours rb=1 9.99 (9.5-10.3), sys
+                              4.24; vllm bench serve 28.12 (17.8-34.0), sys 3.01: ratios 0.21 and 0.36.
+                              The floor is at the target by itself (0.29 of the 19.99 above): 0.25 needs
+                              a reader outside Python's event loop."""
 
 
 @dataclass(frozen=True)
@@ -82,13 +90,15 @@ FLOOD = Arrival("flood", 0.0, 256, 64, 2048)
 class Run:
     chunks: int
     tokens: int
-    cpu_s: float
+    cpu_s: float  # user + system
+    sys_s: float  # system: the kernel's share (reads, the ACKs they send, polls)
     wall_s: float
     max_rss_mb: float
 
 
-def run_child(argv: list[str], cwd: str | None = None) -> tuple[str, float, float, float]:
-    """Run argv to completion; (stdout, CPU seconds, wall seconds, peak RSS MB) of that process alone."""
+def run_child(argv: list[str], cwd: str | None = None) -> tuple[str, tuple[float, float], float, float]:
+    """Run argv to completion; (stdout, (CPU, system CPU) seconds, wall seconds, peak RSS MB) of that
+    process alone."""
     with tempfile.TemporaryFile() as err:
         start_s = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, cwd=cwd)
@@ -101,7 +111,7 @@ def run_child(argv: list[str], cwd: str | None = None) -> tuple[str, float, floa
             err.seek(0)
             tail = err.read()[-2000:].decode(errors="replace")
             raise RuntimeError(f"{argv[2]} exited {proc.returncode}:\n{tail}")
-    return out, usage.ru_utime + usage.ru_stime, wall_s, usage.ru_maxrss / 1024
+    return out, (usage.ru_utime + usage.ru_stime, usage.ru_stime), wall_s, usage.ru_maxrss / 1024
 
 
 def ours(
@@ -113,7 +123,21 @@ def ours(
     out, cpu_s, wall_s, rss = run_child(argv, cwd)
     data = json.loads(out.strip().splitlines()[-1])
     assert data["errors"] == 0, data
-    return Run(data["chunks"], data["tokens"], cpu_s, wall_s, rss)
+    return Run(data["chunks"], data["tokens"], *cpu_s, wall_s, rss)
+
+
+def stub_chunks(n: int, max_tokens: int, tokens_per_chunk: int) -> int:
+    """The chunks the stub sends for n requests (clients that do not count them)."""
+    return -(-max_tokens // tokens_per_chunk) * n
+
+
+def floor(url: str, n: int, max_tokens: int, tokens_per_chunk: int) -> Run:
+    """drive_floor: the kernel's read and the loop's dispatch, nothing done with the bytes."""
+    argv = [sys.executable, "-m", "benchmarks.drive_floor", "--url", url, "--n", str(n),
+            "--concurrency", str(CONCURRENCY), "--max-tokens", str(max_tokens)]  # fmt: skip
+    out, cpu_s, wall_s, rss = run_child(argv)
+    json.loads(out.strip().splitlines()[-1])
+    return Run(stub_chunks(n, max_tokens, tokens_per_chunk), max_tokens * n, *cpu_s, wall_s, rss)
 
 
 def vllm_bench(url: str, n: int, max_tokens: int, tokens_per_chunk: int) -> Run:
@@ -122,8 +146,7 @@ def vllm_bench(url: str, n: int, max_tokens: int, tokens_per_chunk: int) -> Run:
     out, cpu_s, wall_s, rss = run_child(drive_vllm_bench.command(url, TOKENIZER, n, CONCURRENCY, extra))
     data = drive_vllm_bench.result(out)
     assert data["completed"] == n, data
-    chunks = -(-max_tokens // tokens_per_chunk) * n  # the stub's chunks: vllm bench does not count them
-    return Run(chunks, data["tokens"], cpu_s, wall_s, rss)
+    return Run(stub_chunks(n, max_tokens, tokens_per_chunk), data["tokens"], *cpu_s, wall_s, rss)
 
 
 @contextmanager
@@ -161,6 +184,7 @@ def stub(arrival: Arrival, tokens_per_chunk: int) -> Iterator[str]:
 @dataclass
 class Marginal:
     cpu_us_per_chunk: float
+    sys_us_per_chunk: float
     tokens_per_chunk: float
     max_rss_mb: float
     tok_per_s: float
@@ -170,6 +194,7 @@ def marginal(client: Callable[[int], Run], arrival: Arrival) -> Marginal:
     small, large = client(arrival.n_small), client(arrival.n_large)
     return Marginal(
         (large.cpu_s - small.cpu_s) / (large.chunks - small.chunks) * 1e6,
+        (large.sys_s - small.sys_s) / (large.chunks - small.chunks) * 1e6,
         large.tokens / large.chunks,
         large.max_rss_mb,
         large.tokens / large.wall_s,
@@ -184,6 +209,7 @@ def clients(
     }
     if before:  # the same client from another tree (`git archive <commit> | tar -x -C DIR`), default batching
         out["before"] = lambda n: ours(url, n, arrival.max_tokens, tpc, LoadSpec.read_batch_ms, before)
+    out["floor"] = lambda n: floor(url, n, arrival.max_tokens, tpc)
     out["vllm bench"] = lambda n: vllm_bench(url, n, arrival.max_tokens, tpc)
     return out
 
@@ -205,11 +231,12 @@ def measure(
     for name, ms in results.items():
         us = [m.cpu_us_per_chunk for m in ms]
         med = statistics.median(us)
+        sys_us = statistics.median(m.sys_us_per_chunk for m in ms)
         rss = statistics.median(m.max_rss_mb for m in ms)
         tok_s = statistics.median(m.tok_per_s for m in ms)
         ratio = "" if name == "vllm bench" else f"{med / vllm_us:>7.3f}"
         print(
-            f"{arrival.name:>11} {tpc:>4} {name:>12} {med:>8.2f} {spread(us):>11} "
+            f"{arrival.name:>11} {tpc:>4} {name:>12} {med:>8.2f} {spread(us):>11} {sys_us:>6.2f} "
             f"{med / ms[0].tokens_per_chunk:>8.2f} {rss:>7.1f} {tok_s:>8,.0f} {ratio:>7}",
             flush=True,
         )
@@ -256,8 +283,8 @@ def main() -> None:
         n = f"{arrival.n_small} -> {arrival.n_large}"
         print(f"{arrival.name}: {arrival.max_tokens} tokens/request, {n} requests")
     print(
-        f"{'arrival':>11} {'tok/':>4} {'client':>12} {'µs/chunk':>8} {'spread':>11} {'µs/token':>8} "
-        f"{'RSS MB':>7} {'tok/s':>8} {'ratio':>7}"
+        f"{'arrival':>11} {'tok/':>4} {'client':>12} {'µs/chunk':>8} {'spread':>11} {'of sys':>6} "
+        f"{'µs/token':>8} {'RSS MB':>7} {'tok/s':>8} {'ratio':>7}"
     )
     for arrival in arrivals:
         for tpc in (int(x) for x in args.tokens_per_chunk.split(",")):
