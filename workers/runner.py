@@ -533,11 +533,11 @@ def record_interrupted(
     outcomes = []
     for cell in group.cells:
         recent = [m for m in layout.cell_dir(cell.key).glob(f"*/{MANIFEST}") if m.stat().st_mtime >= since_s]
-        casualties = [m for m in recent if stop_casualty(m, stop_s)]
+        casualties = [c for c in (stop_casualty(m, stop_s) for m in recent) if c is not None]
         if len(casualties) < len(recent):
             continue
         if casualties:
-            after_written_at(max(json.loads(m.read_text()).get("written_at", "") for m in casualties))
+            after_written_at(max(c.get("written_at", "") for c in casualties))
         attempt_id = new_attempt_id(ctx.session_id)
         tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
         note = record_failure(layout, tags, reason, "", status="interrupted")
@@ -545,14 +545,15 @@ def record_interrupted(
     return outcomes
 
 
-def stop_casualty(manifest: Any, stop_s: float | None) -> bool:
-    """A failed manifest written after the stop began (see record_interrupted)."""
+def stop_casualty(manifest: Any, stop_s: float | None) -> dict[str, Any] | None:
+    """The manifest, if it is a failure written after the stop began (see record_interrupted)."""
     if stop_s is None or manifest.stat().st_mtime < stop_s - 1.0:
-        return False
+        return None
     try:
-        return json.loads(manifest.read_text()).get("status") == "failed"
+        data = json.loads(manifest.read_text())
     except (OSError, ValueError):
-        return False
+        return None
+    return data if isinstance(data, dict) and data.get("status") == "failed" else None
 
 
 def after_written_at(written_at: str) -> None:
