@@ -61,7 +61,11 @@ PROBE_SCHEMA = pa.schema(
 
 
 def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    """A manifest's `written_at`, which orders a cell's attempts in the ledger: in microseconds, since
+    attempts written within one second (a failure and the interrupted attempt that supersedes it)
+    must keep their order; with whole seconds the random attempt id decided. Older whole-second
+    stamps sort before any stamp of the same second ('+' < '.')."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
 
 def requests_table(records: Sequence[RequestRecord], tags: dict[str, Any]) -> pa.Table:

@@ -557,8 +557,9 @@ def stop_casualty(manifest: Any, stop_s: float | None) -> dict[str, Any] | None:
 
 
 def after_written_at(written_at: str) -> None:
-    """Wait until the store's clock (whole seconds, store/writer.py) has passed `written_at`, so the
-    attempt written next sorts after it in the ledger (written_at, then the random attempt id)."""
+    """Wait until the store's clock has passed `written_at`, so the attempt written next sorts after
+    it in the ledger (written_at, then the random attempt id): a stamp of a store written before
+    written_at had microseconds (store/writer.utc_now) is in whole seconds."""
     deadline = time.monotonic() + 2.0
     while utc_now() <= written_at and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 
 from grid.compose import compose_config
 from grid.expand import expand, to_config
-from grid.ledger import DONE, FAILED, INVALID, PENDING, build_ledger, select
+from grid.ledger import DONE, FAILED, INTERRUPTED, INVALID, PENDING, build_ledger, select
 from store.layout import StoreLayout
 from store.writer import write_failed_attempt, write_ok_attempt
 from tests.unit.store.test_writer_read import records, tags
@@ -71,3 +71,15 @@ def test_an_invalid_cell_is_rerun_at_most_invalid_reruns_times_then_kept_and_nam
     assert kept_invalid([cell, other], ledger, todo) == [cell]
     assert select([cell], ledger, "resume", [], invalid_reruns=None) == [cell]  # no cap
     assert select([cell], ledger, "resume", [cell.label], invalid_reruns=1) == [cell]  # forced
+
+
+def test_attempts_written_within_one_second_keep_their_order(tmp_path):
+    # A failure and the interrupted attempt that supersedes it (workers/runner.record_interrupted),
+    # written back to back; their ids sort the other way round, so only written_at can tell the ledger
+    # which came last. With whole-second stamps the id decided, and the cell read as failed.
+    layout = StoreLayout(tmp_path)
+    cell = smoke_cells()[0]
+    write_failed_attempt(layout, tags(cell.key, "s1-zz"), "engine exited (signal 9) during the warm-up", "")
+    write_failed_attempt(layout, tags(cell.key, "s1-aa"), "interrupted: SIGINT received", "", "interrupted")
+    state = build_ledger(tmp_path).states[cell.key]
+    assert (state.status, state.last_error) == (INTERRUPTED, "interrupted: SIGINT received")
