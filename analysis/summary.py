@@ -135,7 +135,8 @@ def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[s
     console.print(
         "out tok/s: output tokens inside the steady-state window / its length; bench tok/s: "
         "completed tokens / first send to last completion (as vllm bench serve); step ms, tok/step: "
-        "a stream's time between chunks in the window (p50) and tokens per chunk (one chunk per engine step)"
+        "a stream's mean time between chunks in the window (median over streams) and tokens per chunk "
+        "(one chunk per engine step)"
     )
     for row in frame.itertuples():
         if getattr(row, "valid", True) is False:
