@@ -24,6 +24,7 @@ import contextlib
 import fnmatch
 import os
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,9 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
+# Object reads tried this many times when one fails midway (Store.read_bytes), READ_RETRY_S x n apart.
+READ_ATTEMPTS = 3
+READ_RETRY_S = 0.2
 # Keys of paths.store_options that would put a secret into the config (and so the session record).
 SECRET_OPTIONS = ("access_key", "secret_key", "session_token")
 # S3FileSystem options that arrive from the config as strings.
@@ -147,8 +151,24 @@ class Store:
         return self.info(key).type != pafs.FileType.NotFound
 
     def read_bytes(self, key: str) -> bytes:
-        with self.fs.open_input_stream(self.full(key)) as stream:
-            return stream.read()
+        """The object's bytes; a read that fails midway is tried again (READ_ATTEMPTS in all).
+
+        The SDK's own retries end with the response headers: an error while the body streams
+        ("AWS Error INTERNAL_FAILURE during GetObject operation: Failed to flush response stream",
+        seen in CI with four drivers racing for one lease) reached the caller and ended its thread.
+        A read has no side effect, so trying it again is safe; a missing object is not retried.
+        """
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            try:
+                with self.fs.open_input_stream(self.full(key)) as stream:
+                    return stream.read()
+            except FileNotFoundError:
+                raise
+            except OSError:
+                if attempt == READ_ATTEMPTS:
+                    raise
+                time.sleep(READ_RETRY_S * attempt)
+        raise AssertionError("unreachable")
 
     def write_bytes_atomic(self, key: str, data: bytes) -> None:
         """One object, visible only whole (object stores: one PUT)."""
