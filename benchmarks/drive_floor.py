@@ -13,12 +13,11 @@ ratio, the target cannot be met by trimming our Python.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import time
 
-from grid.schema import LoadSpec
+from benchmarks.drive_ours import driver_args
 from workers.http1 import ReadBatcher
 from workers.load import run_sync
 
@@ -68,16 +67,10 @@ async def drive(host: str, port: int, n: int, concurrency: int, max_tokens: int,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--n", type=int, required=True)
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--hold-ms", type=float, default=LoadSpec.read_batch_ms)
-    args = parser.parse_args()
+    args = driver_args()
     host, port = args.url.removeprefix("http://").split(":")
     start_s = time.perf_counter()
-    reads = run_sync(drive(host, int(port), args.n, args.concurrency, args.max_tokens, args.hold_ms))
+    reads = run_sync(drive(host, int(port), args.n, args.concurrency, args.max_tokens, args.read_batch_ms))
     print(json.dumps({"reads": reads, "wall_s": time.perf_counter() - start_s}))
 
 

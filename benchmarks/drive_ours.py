@@ -11,14 +11,19 @@ from workers.load import Target, run_load, run_sync
 from workers.prompts import Prompt
 
 
-def main() -> None:
+def driver_args() -> argparse.Namespace:
+    """The load both bench drivers (this one and drive_floor) are told to drive."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     parser.add_argument("--n", type=int, required=True)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--read-batch-ms", type=float, default=LoadSpec.read_batch_ms)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = driver_args()
     prompts = [Prompt(str(i), prompt=f"prompt {i}") for i in range(args.n)]
     load = LoadSpec(
         concurrency=args.concurrency,
