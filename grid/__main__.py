@@ -57,10 +57,12 @@ def main(argv: list[str]) -> int:
             return report(overrides)
         if command == "summary":
             from analysis.summary import latest_cells, render
-            from grid.compose import compose_config
+            from grid.compose import check_run_mode, compose_config
             from grid.paths import store_path
 
-            paths = compose_config(overrides).paths
+            cfg = compose_config(overrides)
+            check_run_mode(cfg)
+            paths = cfg.paths
             render(latest_cells(store_path(paths.store, paths.get("store_options"))))
             return 0
     except GridError as exc:

@@ -100,6 +100,23 @@ def compose_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR
     return cfg
 
 
+RUN_MODES = ("resume", "failed", "all")
+
+
+def run_mode_problem(mode: str) -> str | None:
+    """Why `run.mode` is not one of the modes, or None."""
+    if mode in RUN_MODES:
+        return None
+    return f"run.mode must be one of {', '.join(RUN_MODES)}, got '{mode}'"
+
+
+def check_run_mode(cfg: DictConfig) -> None:
+    """For the commands that read a store without running (status, corpus, report, summary): a bad
+    run.mode is an error there too, not ignored (run, plan and simulate list it among their problems)."""
+    if (problem := run_mode_problem(cfg.run.mode)) is not None:
+        raise ConfigError(problem)
+
+
 def check_config(cfg: DictConfig, dirs: list[Path]) -> None:
     """Unknown keys (also those `+key=value` added), names that do not exist, bad given specs."""
     check_keys(OmegaConf.to_container(cfg, resolve=True), schema.Config)

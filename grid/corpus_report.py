@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from grid.catalog import Catalog, active, catalog_of
-from grid.compose import compose_config, pop_format
+from grid.compose import check_run_mode, compose_config, pop_format
 from grid.errors import ConfigError
 from grid.paths import project_path
 from grid.schema import CorpusSpec
@@ -61,6 +61,7 @@ def corpus(overrides: list[str], console: Console | None = None) -> int:
     """Print the table, or JSON with `format=json` (like `plan`)."""
     fmt, rest = pop_format(overrides)
     cfg = compose_config(rest)
+    check_run_mode(cfg)
     rows = corpus_rows(project_path(cfg.paths.data_dir), catalog_of(cfg))
     if fmt == "json":
         print(json.dumps(rows, indent=2))

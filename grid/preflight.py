@@ -25,6 +25,7 @@ from pathlib import Path
 
 from grid.catalog import load_spec
 from grid.cells import Cell
+from grid.compose import run_mode_problem
 from grid.errors import ConfigError
 from grid.paths import project_path, store_path
 from grid.plan import EngineGroup
@@ -40,8 +41,6 @@ from grid.prompt_audit import (
 from grid.prompt_fit import Fit, FitJob, fits, hub_snapshot, is_hub_id, local_tokenizer
 from grid.schema import Config, ModelSpec
 from store.fs import StorePath, StoreRoot
-
-RUN_MODES = ("resume", "failed", "all")
 
 
 def raise_problems(problems: list[str], stopped: str = "the run before any engine starts") -> None:
@@ -61,8 +60,8 @@ def config_problems(config: Config, conf_dir: Path | None = None) -> list[str]:
     Model files come from `conf_dir`, or by default wherever grid/catalog.py finds them.
     """
     problems = []
-    if config.run.mode not in RUN_MODES:
-        problems.append(f"run.mode must be one of {', '.join(RUN_MODES)}, got '{config.run.mode}'")
+    if (mode_problem := run_mode_problem(config.run.mode)) is not None:
+        problems.append(mode_problem)
     if config.run.max_attempts < 1:
         problems.append(f"run.max_attempts must be >= 1, got {config.run.max_attempts}")
     engine, load = config.engine, config.load

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grid.compose import compose_config
+from grid.compose import check_run_mode, compose_config
 from grid.errors import GridError
 from grid.expand import expand, to_config
 from grid.paths import store_path
@@ -25,7 +25,9 @@ def write_report(overrides: list[str]) -> Path:
 
 def _write_report(overrides: list[str]) -> tuple[Path, list[str]]:
     """The page's path, and its notes naming each cell left out (damaged file, failed, INVALID)."""
-    config = to_config(compose_config(overrides))
+    cfg = compose_config(overrides)
+    check_run_mode(cfg)
+    config = to_config(cfg)
     try:
         from analysis.html_report import render_report  # matplotlib: a report dependency only
         from analysis.study import load_study

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from analysis.gpu_time import share_line
 from analysis.summary import latest_cells
-from grid.compose import compose_config
+from grid.compose import check_run_mode, compose_config
 from grid.expand import expand, to_config
 from grid.ledger import DAMAGED, DONE, FAILED, INTERRUPTED, INVALID, PENDING, build_ledger
 from grid.paths import store_path
@@ -26,7 +26,9 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
     recorded (`checksums=False`, `status --quick`: sizes only).
     """
     console = console or Console()
-    config = to_config(compose_config(overrides))
+    cfg = compose_config(overrides)
+    check_run_mode(cfg)
+    config = to_config(cfg)
     cells = expand(config)
     root = store_path(config.paths.store, config.paths.store_options)
     ledger = build_ledger(root, checksums)

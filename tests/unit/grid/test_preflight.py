@@ -273,6 +273,18 @@ def test_a_bad_run_mode_is_rejected_by_plan_and_simulate(command):
         call(["experiment=final", "run.mode=bogus"])
 
 
+@pytest.mark.parametrize("command", ["status", "corpus", "summary", "report"])
+def test_a_bad_run_mode_is_an_error_in_the_commands_that_only_read(command, tmp_path, capsys):
+    """They do not use run.mode, but a typo there is still the user's mistake to hear about."""
+    from grid.__main__ import main
+
+    code = main([command, f"paths.store={tmp_path / 'store'}", "run.mode=bogus"])
+    assert code == 2
+    assert "run.mode must be one of resume, failed, all, got 'bogus'" in capsys.readouterr().err
+    main([command, f"paths.store={tmp_path / 'store'}", "run.mode=failed"])  # a mode there is: no such line
+    assert "run.mode" not in capsys.readouterr().err
+
+
 # --- 7. plan counts the drift anchor --------------------------------------------------------------
 
 
