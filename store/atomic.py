@@ -13,16 +13,28 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from store.fs import StorePath, StoreRoot, local_copy_dir
 
+P = TypeVar("P", Path, StorePath)
+
 TMP_PREFIX = ".tmp-"
+
+
+def finished(paths: Iterable[P]) -> list[P]:
+    """`paths` without the temp files of writes in progress (another driver's, or a crashed one's).
+
+    A folder listing (`glob("*.json")` matches dot files) can show another
+    driver's temp file that is renamed away a moment later: read, it is half a
+    file or gone (CI: DuckDB's "No files found" for a session's temp file).
+    """
+    return [path for path in paths if not path.name.startswith(TMP_PREFIX)]
 
 
 def current_umask() -> int:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import psutil
 
-from store.atomic import write_atomic
+from store.atomic import finished, write_atomic
 from store.fs import StorePath, StoreRoot
 
 LEASES = "leases"
@@ -98,7 +98,7 @@ def all_leases(root: StoreRoot) -> list[Lease]:
     found = []
     folder = root / LEASES
     paths = folder.glob("*.json") if isinstance(folder, StorePath) or folder.is_dir() else []
-    for path in sorted(paths):
+    for path in sorted(finished(paths)):
         with contextlib.suppress(ValueError, OSError):
             if (lease := read_lease(path)) is not None:
                 found.append(lease)

@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from store.atomic import finished
 from store.fs import StorePath, StoreRoot
 from store.layout import PROBE, REQUESTS, SUMMARY, StoreLayout
 from store.verify import Damage, FileEntry, check_attempt, parse_files
@@ -245,16 +246,16 @@ def connect(root: StoreRoot, checksums: bool = True) -> duckdb.DuckDBPyConnectio
         for view, name in (("requests", REQUESTS), ("cells", SUMMARY)):
             _create_arrow_view(con, view, [a.folder / name for a in good])
         _create_arrow_view(con, "probes", [a.folder / PROBE for a in good if (a.folder / PROBE).exists()])
-        _create_json_view(con, "sessions", sorted(layout.sessions_dir().glob("*.json")))
-        _create_arrow_view(con, "equivalence", sorted(layout.equivalence_dir().glob("*.parquet")))
+        _create_json_view(con, "sessions", sorted(finished(layout.sessions_dir().glob("*.json"))))
+        _create_arrow_view(con, "equivalence", sorted(finished(layout.equivalence_dir().glob("*.parquet"))))
         return con
     for view, name in (("requests", REQUESTS), ("cells", SUMMARY)):
         _create_view(con, view, "read_parquet", [str(a.folder / name) for a in good])
     probes = [str(a.folder / PROBE) for a in good if (a.folder / PROBE).exists()]
     _create_view(con, "probes", "read_parquet", probes)
-    sessions = sorted(str(p) for p in layout.sessions_dir().glob("*.json"))
+    sessions = sorted(str(p) for p in finished(layout.sessions_dir().glob("*.json")))
     _create_view(con, "sessions", "read_json_auto", sessions)
-    verdicts = sorted(str(p) for p in layout.equivalence_dir().glob("*.parquet"))
+    verdicts = sorted(str(p) for p in finished(layout.equivalence_dir().glob("*.parquet")))
     _create_view(con, "equivalence", "read_parquet", verdicts)
     return con
 

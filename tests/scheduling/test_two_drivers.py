@@ -47,8 +47,9 @@ def test_two_drivers_on_overlapping_grids_measure_every_cell_once(
         for grid in grids
     ]
     outputs = [d.communicate(timeout=300)[0].decode(errors="replace") for d in drivers]
-    # In full on a failure (pytest shows captured stdout uncut; an assertion's message it may cut): a
-    # rare exit 1 of one driver (seen twice in ~10 runs) has so far left no readable traceback.
+    # In full on a failure (pytest shows captured stdout uncut; an assertion's message it may cut): that
+    # is how a rare exit 1 of one driver was traced to `connect` reading the other's temp session file
+    # (tests/unit/store/test_writes_in_progress.py).
     for n, out in enumerate(outputs, 1):
         print(f"----- driver {n} (exit {drivers[n - 1].returncode}) -----\n{out}")
     assert [d.returncode for d in drivers] == [0, 0], outputs
