@@ -20,9 +20,11 @@ setup: $(STAMP) ## Create .venv: harness, CPU vLLM, arctic-inference, data packa
 
 $(ASSETS): $(STAMP)
 	$(PY) -m assets
+	$(PY) -m assets experiment=final
 
-assets: $(ASSETS) ## Convert SmolLM2 to safetensors and build the corpora (once)
+assets: $(ASSETS) ## Convert SmolLM2 and build the corpora at the CPU demo's and the study's prompt caps (once)
 	@$(PY) -m assets
+	@$(PY) -m assets experiment=final
 
 demo: assets ## Run the smoke experiment (tiny x 2 corpora x {van, suffix}) and print the table
 	$(PY) -m grid run experiment=smoke $(ARGS)

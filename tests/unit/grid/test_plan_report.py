@@ -75,18 +75,24 @@ def test_unknown_format_is_an_error():
         plan(["format=xml"])
 
 
-def test_final_plan_reports_prompts_per_corpus_and_repeats_only_where_a_corpus_is_short():
-    """Read from the built corpora (make assets): no corpus repeats a prompt unless it has too few."""
+def test_final_plan_reports_prompts_per_corpus_and_no_repeats():
+    """Read from the corpora `make assets` builds at the study's cap: every corpus has room for its cells.
+
+    The CPU demo's corpora (cap 2048 - 64) hold 502 code_edit and 306 summarize prompts, fewer than the
+    study sends; `final` reads the ones built at its own cap (.cache/data/study).
+    """
     summary = plan_summary(["experiment=final"])
     rows = summary["corpora"]
     if errors := [r["error"] for r in rows if r.get("error")]:
-        pytest.skip(f"corpora not built: {errors[0]}")
+        pytest.skip(f"study corpora not built (make assets): {errors[0]}")
     assert {r["corpus"] for r in rows} == {
         "chat", "chat_bench", "code_complete", "code_edit", "summarize", "rag_qa", "agentic", "mix"
     }  # fmt: skip
     by_corpus = {r["corpus"]: r for r in rows}
     # The study's sizing: chat_bench's 110 prompts give 64 warm-up + 46 measured.
-    assert by_corpus["chat_bench"]["measured"] == 46 and by_corpus["chat_bench"]["prompts_reused"] == 0
+    assert by_corpus["chat_bench"]["measured"] == 46
     for row in rows:
-        short = row["distinct_prompts"] < row["warmup"] + row["measured"]
-        assert (row["prompts_reused"] > 0) == short, row
+        assert row["distinct_prompts"] >= row["warmup"] + row["measured"], row
+        assert row["prompts_reused"] == 0, row
+    # Every corpus but the two sized ones measures the study's full 512.
+    assert {r["corpus"] for r in rows if r["measured"] < 512} == {"chat_bench", "summarize"}
