@@ -199,8 +199,9 @@ def weights_problem(
         return None
     return (
         f"model '{model.name}' names hub id '{path}', but engines run offline (HF_HUB_OFFLINE=1) and it is "
-        f"not in their cache ({cache_dir / 'hf' / 'hub'}); put its weights in a folder and point `path` in "
-        f"conf/model/{model.name}.yaml at it, or pick a model with local weights (e.g. grid.models=[tiny])"
+        f"not in their cache ({cache_dir / 'hf' / 'hub'}); put its weights in a folder and give it as "
+        f"+model.{model.name}.path=/that/folder (or in a model file of your own conf folder), or pick a "
+        "model with local weights (e.g. grid.models=[tiny])"
     )
 
 

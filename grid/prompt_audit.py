@@ -21,6 +21,7 @@ from grid.plan import EngineGroup
 from grid.schema import CorpusSpec
 from workers.prompts import Corpus, TooFewPrompts, cell_schedule, distinct, probe_prompts, read_corpus
 from workers.served import Reuse, ServedPrompts
+from workers.traces import named
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,9 @@ def read_corpora(groups: list[EngineGroup], data_dir: Path) -> dict[CorpusKey, C
             try:
                 reads[key] = CorpusRead(spec, path, read_corpus(path, spec.format, spec.skip_bad_rows))
             except ConfigError as exc:
-                reads[key] = CorpusRead(spec, path, None, f"corpus '{spec.name}': {exc}")
+                reads[key] = CorpusRead(
+                    spec, path, None, f"corpus '{spec.name}': {named(str(exc), spec.name)}"
+                )
     return reads
 
 

@@ -95,6 +95,15 @@ def read_rows(path: Path, format: str = "auto", skip: Skipped | None = None) -> 
         yield row
 
 
+# Stands for the corpus's name in a hint; whoever knows the name fills it in (`named`).
+NAME = "<name>"
+
+
+def named(message: str, corpus: str) -> str:
+    """`message` with its hint's corpus placeholder replaced by the corpus's name."""
+    return message.replace(f"+corpus.{NAME}.", f"+corpus.{corpus}.")
+
+
 def _bad_row_hint(good_rows: int, exc: BadRow) -> str:
     """The fix to suggest: skipping rows only once some rows read well (else it would drop them all)."""
     if isinstance(exc, NotUtf8):

@@ -189,6 +189,13 @@ def test_a_hub_id_on_the_cpu_engine_is_named_unless_the_engines_cache_holds_it(i
     line = next(w for w in summary["warnings"] if "hub id" in w)
     assert line.startswith("model 'llama31_8b' names hub id 'meta-llama/Llama-3.1-8B-Instruct', but engines")
     assert "run offline (HF_HUB_OFFLINE=1) and it is not in their cache" in line
+    # The fix it names works from the command line, with nothing in the checkout edited.
+    assert "+model.llama31_8b.path=/that/folder" in line
+    weights = inputs / "my-weights"
+    weights.mkdir()
+    (weights / "config.json").write_text("{}")
+    fixed = plan_summary(overrides(inputs, "grid.models=[llama31_8b]", f"+model.llama31_8b.path={weights}"))
+    assert not [w for w in fixed["warnings"] if "hub id" in w]
     snapshot = (
         inputs / "cache" / "hf" / "hub" / "models--meta-llama--Llama-3.1-8B-Instruct" / "snapshots" / "abc"
     )
@@ -351,3 +358,12 @@ def test_config_problems_show_together_before_the_grid_is_expanded(inputs, no_la
     text = str(caught.value)
     assert "run.mode must be one of resume, failed, all, got 'bogus'" in text
     assert "model 'llama31_405b_fp8' needs 8 GPUs" in text and "model 'llama31_70b' needs 2 GPUs" in text
+
+
+def test_a_bad_row_hint_names_the_corpus_to_set_skip_bad_rows_on(tmp_path):
+    """The trace reader does not know the corpus's name; the preflight fills it into the hint."""
+    trace = tmp_path / "latin1.jsonl"
+    trace.write_bytes(b'{"prompt": "one"}\n{"prompt": "two"}\n{"prompt": "caf\xe9"}\n')
+    summary = plan_summary(["experiment=smoke", "grid.corpora=[lat]", f"+corpus.lat.path={trace}"])
+    (line,) = [w for w in summary["warnings"] if "not UTF-8" in w]
+    assert "+corpus.lat.skip_bad_rows=true" in line and "<name>" not in line, line
