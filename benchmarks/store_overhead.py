@@ -8,6 +8,11 @@ alternating, each run a fresh store; and reads each finished store back
 median and range per store and the S3 / local ratio.
 
   python -m benchmarks.store_overhead            # ROUNDS=3 by default
+  python -m benchmarks.store_overhead --cpu      # the real CPU engine instead (ROUNDS=2 by default)
+
+With --cpu the grid is the CPU smoke grid cut to one cell (tiny x code_complete
+x van, no drift anchor: one engine launch, ~2 minutes) on a local Ray cluster:
+the object store's cost beside a real engine's start and load.
 
 moto is an in-memory S3 on this machine: it shows the harness's own cost of
 the object-store path (uploads from temp files, a read-back hash, listing,
@@ -32,7 +37,12 @@ from tests.s3server import FAKE_CREDENTIALS
 for _key, _value in FAKE_CREDENTIALS.items():
     os.environ.setdefault(_key, _value)
 
-ROUNDS = int(os.environ.get("ROUNDS", "3"))
+CPU_GRID = [
+    "experiment=smoke",
+    "grid.levers=[van]",
+    "grid.corpora=[code_complete]",
+    "grid.anchor.enabled=false",
+]
 
 
 def timed(work: Callable[[], object]) -> float:
@@ -41,9 +51,22 @@ def timed(work: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def main() -> int:
+def stand_in_inputs(inputs: Path) -> None:
+    """The stand-in engine's model folder and two small corpora under `inputs`."""
     import json
 
+    models = inputs / "models" / "SmolLM2-135M-Instruct"
+    models.mkdir(parents=True)
+    (models / "config.json").write_text("{}")
+    (inputs / "data" / "corpora").mkdir(parents=True)
+    for name in ("code_complete", "chat_bench"):
+        rows = [{"id": f"{name}-{i}", "prompt": f"{name} prompt {i}"} for i in range(12)]
+        (inputs / "data" / "corpora" / f"{name}.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in rows)
+        )
+
+
+def main() -> int:
     import ray
     from ray.cluster_utils import Cluster
 
@@ -53,32 +76,31 @@ def main() -> int:
     from store.read import connect
     from tests.s3server import moto_server, new_bucket, options_override, store_options
 
+    cpu = "--cpu" in sys.argv[1:]
+    rounds = int(os.environ.get("ROUNDS", "2" if cpu else "3"))
     quiet = Console(file=open(os.devnull, "w"), width=160)  # noqa: SIM115
-    fake = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 0})
-    for gpus in (8, 8, 4):
-        fake.add_node(num_cpus=8, num_gpus=gpus)
-    fake.wait_for_nodes()
-    ray.init(address=fake.address)
+    fake = None
+    if not cpu:
+        fake = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 0})
+        for gpus in (8, 8, 4):
+            fake.add_node(num_cpus=8, num_gpus=gpus)
+        fake.wait_for_nodes()
+        ray.init(address=fake.address)
     times: dict[str, dict[str, list[float]]] = {
         k: {"run": [], "ledger": [], "connect": []} for k in ("local", "s3")
     }
     try:
         with moto_server() as endpoint, tempfile.TemporaryDirectory() as tmp:
             inputs = Path(tmp)
-            models = inputs / "models" / "SmolLM2-135M-Instruct"
-            models.mkdir(parents=True)
-            (models / "config.json").write_text("{}")
-            (inputs / "data" / "corpora").mkdir(parents=True)
-            for name in ("code_complete", "chat_bench"):
-                rows = [{"id": f"{name}-{i}", "prompt": f"{name} prompt {i}"} for i in range(12)]
-                (inputs / "data" / "corpora" / f"{name}.jsonl").write_text(
-                    "".join(json.dumps(r) + "\n" for r in rows)
-                )
-            from tests.scheduling.conftest import stub_overrides
+            if cpu:
+                base = CPU_GRID
+            else:
+                from tests.scheduling.conftest import stub_overrides
 
-            for index in range(ROUNDS):
+                stand_in_inputs(inputs)
+                base = [o for o in stub_overrides(inputs, fake) if not o.startswith("paths.store=")]
+            for index in range(rounds):
                 for kind in ("local", "s3"):
-                    base = [o for o in stub_overrides(inputs, fake) if not o.startswith("paths.store=")]
                     if kind == "local":
                         store = inputs / f"store-{index}"
                         extra, root = [f"paths.store={store}"], store
@@ -93,13 +115,14 @@ def main() -> int:
                     print(f"round {index + 1} {kind}: grid run {seconds:.2f} s", file=sys.stderr)
     finally:
         ray.shutdown()
-        fake.shutdown()
+        if fake is not None:
+            fake.shutdown()
     for what in ("run", "ledger", "connect"):
         local, s3 = (statistics.median(times[k][what]) for k in ("local", "s3"))
         spread = {k: f"{min(times[k][what]):.2f}-{max(times[k][what]):.2f}" for k in times}
         print(
             f"{what:8s} local {local:7.3f} s ({spread['local']})  s3 {s3:7.3f} s ({spread['s3']})  "
-            f"s3/local {s3 / local:5.2f}x  (+{s3 - local:.2f} s), median of {ROUNDS}"
+            f"s3/local {s3 / local:5.2f}x  (+{s3 - local:.2f} s), median of {rounds}"
         )
     return 0
 
