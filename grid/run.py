@@ -146,6 +146,16 @@ def cell_counts(final: dict[str, CellOutcome], todo: int) -> dict[str, int]:
     return {**counts, "pending": todo - len(final)}
 
 
+def progress_line(counts: dict[str, int], latest: CellOutcome) -> str:
+    """The live bar's text: cells by their latest attempt (a failed one may still be retried), then the
+    cell just settled."""
+    rate = f"{latest.output_tok_per_s:,.1f} tok/s" if latest.output_tok_per_s else latest.status
+    return (
+        f"cells done {counts['done']} failed {counts['failed']} interrupted {counts['interrupted']} "
+        f"pending {counts['pending']} | last {latest.label}: {rate}"
+    )
+
+
 def exit_code(stop: Stop, counts: dict[str, int]) -> int:
     """130 after Ctrl-C, 143 after SIGTERM (the shell's 128 + signal); 1 if cells are left undone."""
     if stop.signum is not None:
@@ -182,21 +192,16 @@ def launch(
     session = fingerprint(ctx.session_id, stable_hash(asdict(config)))
     write_json(layout.session_file(ctx.session_id), session)
     total = sum(len(g.cells) for groups in phases for g in groups)
-    last: dict[str, str] = {}  # cell key -> status of its latest attempt
+    last: dict[str, CellOutcome] = {}  # cell key -> its latest attempt
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     outcomes: list[CellOutcome] = []
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("cells", total=total)
 
         def report(outcome: CellOutcome) -> None:
-            last[outcome.cell_key] = outcome.status
-            done, failed = sum(s == "ok" for s in last.values()), sum(s != "ok" for s in last.values())
-            latest = f"{outcome.output_tok_per_s:,.1f} tok/s" if outcome.output_tok_per_s else "-"
-            progress.update(
-                task,
-                completed=done,
-                description=f"cells done {done} not ok {failed} | last {outcome.label}: {latest}",
-            )
+            last[outcome.cell_key] = outcome
+            counts = cell_counts(last, total)
+            progress.update(task, completed=counts["done"], description=progress_line(counts, outcome))
             # A store refusal is the run's stop: its reason comes once, at the end.
             if outcome.status == "failed" and not outcome.stops_run:
                 progress.console.print(f"[red]attempt failed[/] {outcome.label}: {outcome.error}")

@@ -4,7 +4,7 @@ import signal
 
 from ray.exceptions import RayTaskError
 
-from grid.run import cell_counts, exit_code
+from grid.run import cell_counts, exit_code, progress_line
 from grid.schedule import task_error
 from grid.stop import Stop
 from workers.runner import CellOutcome
@@ -18,6 +18,19 @@ def test_counts_are_cells_by_their_last_attempt():
     # The last attempt of each cell decides: a cell that failed once then passed is done.
     final = {o.cell_key: o for o in [outcome("a", "failed"), outcome("a", "ok"), outcome("b", "interrupted")]}
     assert cell_counts(final, todo=4) == {"done": 1, "failed": 0, "interrupted": 1, "pending": 2}
+
+
+def test_the_progress_bar_counts_cells_done_failed_interrupted_and_pending():
+    # It said "cells done N not ok N": failed and interrupted cells alike, pending ones nowhere.
+    latest = {
+        o.cell_key: o for o in [outcome("a", "ok"), outcome("b", "failed"), outcome("c", "interrupted")]
+    }
+    line = progress_line(cell_counts(latest, todo=5), latest["c"])
+    assert line == "cells done 1 failed 1 interrupted 1 pending 2 | last c: interrupted"
+    rated = CellOutcome("a", "tiny/van/chat_bench/r0", "a-1", "ok", None, 61.25)
+    assert progress_line(cell_counts({"a": rated}, todo=1), rated).endswith(
+        "| last tiny/van/chat_bench/r0: 61.2 tok/s"
+    )
 
 
 def test_exit_codes_follow_the_shell_for_signals_and_fail_on_undone_cells():
