@@ -31,7 +31,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from grid.schema import EquivalenceConfig
+from vocab.schema import EquivalenceConfig
 
 PASS, FAIL, NO_REFERENCE = "pass", "fail", "no_reference"
 

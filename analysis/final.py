@@ -36,7 +36,7 @@ from analysis.drift import drift_band
 from analysis.gate import gate_problems, latest_verdicts, parse_k_by_corpus
 from analysis.medians import sessions_of
 from analysis.stats import geometric_mean
-from grid.cells import REFERENCE_LEVER
+from vocab.cells import REFERENCE_LEVER
 
 FINAL_CORPUS = "mix"
 STAGE_ORDER = ("van", "suffix", "bestkpad", "w4a4", "dynk")

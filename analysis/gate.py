@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from analysis.equivalence import FAIL, PASS
-from grid.cells import REFERENCE_LEVER
+from vocab.cells import REFERENCE_LEVER
 
 KEY = ["model", "lever", "k", "corpus"]
 

@@ -81,7 +81,7 @@ def equivalence_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 
 
 def cell_label(row: Mapping[str, Any]) -> str:
-    """A measured cell as grid/cells.py labels it: model/lever[-kK]/corpus/rN (from its summary row)."""
+    """A measured cell as vocab/cells.py labels it: model/lever[-kK]/corpus/rN (from its summary row)."""
     k = row.get("k")
     lever = f"{row.get('lever')}-k{int(k)}" if k is not None and not pd.isna(k) and k else row.get("lever")
     repeat = row.get("repeat")

@@ -20,9 +20,9 @@ from analysis.clean import reused_mask, reused_note, split_reused
 from analysis.drift import session_drift
 from analysis.final import FINAL_CORPUS, final_levers, speedup_geomean, table1
 from analysis.medians import lever_medians
-from grid.paths import store_path
 from store.fs import StoreRoot
 from store.read import connect, has_view
+from vocab.paths import store_path
 
 STORE_ENV = "LEVER_GRID_STORE"
 STORE_OPTIONS_ENV = "LEVER_GRID_STORE_OPTIONS"

@@ -10,8 +10,8 @@ import sys
 
 from assets import corpora, dummy_models, smollm2
 from grid.compose import compose_config
-from grid.errors import ConfigError, GridError
-from grid.paths import project_path
+from vocab.errors import ConfigError, GridError
+from vocab.paths import project_path
 
 
 def main(argv: list[str]) -> int:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from email.message import Message
 from importlib import metadata
 
-from grid.errors import ConfigError
+from vocab.errors import ConfigError
 
 # Pure-Python packages whose modules become code_edit files and agentic tools.
 CODE_PACKAGES = (

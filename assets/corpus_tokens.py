@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from grid.errors import ConfigError
+from vocab.errors import ConfigError
 
 Messages = Sequence[dict[str, str]]
 

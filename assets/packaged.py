@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import util
 from pathlib import Path
 
-from grid.errors import ConfigError
+from vocab.errors import ConfigError
 
 
 def package_file(package: str, relative: str, pip_name: str) -> Path:

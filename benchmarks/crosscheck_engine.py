@@ -21,9 +21,9 @@ from pathlib import Path
 from benchmarks import drive_vllm_bench
 from grid.compose import compose_config
 from grid.expand import expand, to_config
-from grid.paths import project_path
 from grid.plan import group_by_engine
-from grid.schema import LoadSpec
+from vocab.paths import project_path
+from vocab.schema import LoadSpec
 from workers import metrics
 from workers.engine import Engine, new_endpoint
 from workers.engine_args import model_path, serve_argv, serve_env, served_name, tokenizer_path

@@ -6,7 +6,7 @@ import argparse
 import json
 import time
 
-from grid.schema import LoadSpec
+from vocab.schema import LoadSpec
 from workers.load import Target, run_load, run_sync
 from workers.prompts import Prompt
 

@@ -14,12 +14,12 @@ import os
 import tempfile
 from pathlib import Path
 
-from grid.cells import EngineSpec
 from grid.compose import compose_config
 from grid.expand import expand, to_config
-from grid.paths import project_path
 from grid.plan import group_by_engine
-from grid.schema import Config
+from vocab.cells import EngineSpec
+from vocab.paths import project_path
+from vocab.schema import Config
 from workers import metrics
 from workers.counters import scrape
 from workers.dynk_log import last_stats

@@ -40,15 +40,15 @@ from analysis.load import anchor_runs, equivalence_table, measured_cells
 from analysis.medians import lever_medians
 from experiments.decide import CHOSE, KEEP, SKIP, Decision, LeverConfig, TuneRules, choose_k, decide_change
 from grid.catalog import Catalog, catalog_of
-from grid.cells import EngineSpec
 from grid.compose import CONF_DIR, check_keys, compose_config, searchpath_dirs, unknown_key_error
-from grid.errors import ConfigError, GridError
 from grid.expand import expand, to_config
-from grid.paths import project_path, store_path
 from grid.run import make_console, run
-from grid.schema import LeverSpec, ModelSpec
 from grid.session import new_session_id
 from store.read import connect
+from vocab.cells import EngineSpec
+from vocab.errors import ConfigError, GridError
+from vocab.paths import project_path, store_path
+from vocab.schema import LeverSpec, ModelSpec
 from workers.engine_args import Endpoint, serve_argv, serve_env
 
 TUNE_CONF_DIR = CONF_DIR / "tune"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from grid.errors import GridError
+from vocab.errors import GridError
 
 USAGE = (
     "usage: python -m grid {run,status,plan,simulate,summary,corpus,report} [key=value ...]"
@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
         if command == "summary":
             from analysis.summary import latest_cells, render
             from grid.compose import check_run_mode, compose_config
-            from grid.paths import store_path
+            from vocab.paths import store_path
 
             cfg = compose_config(overrides)
             check_run_mode(cfg)

@@ -13,10 +13,10 @@ import dataclasses
 from pathlib import Path
 
 from grid.catalog import Catalog, catalog_of, load_spec
-from grid.cells import Cell, EngineSpec
-from grid.errors import ConfigError
 from grid.expand import corpus_load, lever_ks
-from grid.schema import Config, CorpusSpec, LeverSpec, ModelSpec
+from vocab.cells import Cell, EngineSpec
+from vocab.errors import ConfigError
+from vocab.schema import Config, CorpusSpec, LeverSpec, ModelSpec
 
 ANCHOR_POSITIONS = ("start", "end")
 

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from grid.errors import ConfigError
-from grid.schema import Config, CorpusSpec, LeverSpec, ModelSpec
+from vocab.errors import ConfigError
+from vocab.schema import Config, CorpusSpec, LeverSpec, ModelSpec
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 # User config folders, searched before CONF_DIR: `LEVER_GRID_CONF=/my/conf:/other`.
@@ -93,7 +93,7 @@ class Catalog:
             if unknown:
                 raise ConfigError(
                     f"unknown key '{group}.{name}.{unknown[0]}': a {group} has "
-                    f"{', '.join(field_names(kind))} (grid/schema.py:{kind.__name__})"
+                    f"{', '.join(field_names(kind))} (vocab/schema.py:{kind.__name__})"
                 )
             layers.append(OmegaConf.create({"name": name} if path is None else {}))
             layers.append(OmegaConf.create(dict(given)))
@@ -107,7 +107,7 @@ class Catalog:
                     f"{group} '{name}' has no file (known {PLURAL[group]}: {', '.join(self.files(group))}), "
                     f"so {group}.{name} must give a whole {group}: {reason}"
                 ) from exc
-            raise ConfigError(f"{where}: {reason}; fix it against grid/schema.py:{kind.__name__}") from exc
+            raise ConfigError(f"{where}: {reason}; fix it against vocab/schema.py:{kind.__name__}") from exc
         if spec.name != name:
             raise ConfigError(f"{where}: name '{spec.name}' must equal the {group}'s name '{name}'")
         return spec

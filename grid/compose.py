@@ -8,7 +8,7 @@ line, then `LEVER_GRID_CONF=/my/conf[:/other]`) are searched before the shipped
 conf/, by Hydra for experiments, engines, loads and clusters and by
 grid/catalog.py for models, levers and corpora: a file there with a shipped name
 replaces the shipped one. Every key of the composed config is checked against
-grid/schema.py, `+key=value` included, and every name it gives must exist.
+vocab/schema.py, `+key=value` included, and every name it gives must exist.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from hydra.errors import HydraException, MissingConfigException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from grid import schema
 from grid.catalog import CONF_DIR, GROUPS, KINDS, PLURAL, Catalog, activate, catalog_of, env_dirs, not_a_spec
-from grid.errors import ConfigError
-from grid.paths import PROJECT_ROOT
+from vocab import schema
+from vocab.errors import ConfigError
+from vocab.paths import PROJECT_ROOT
 
 __all__ = ["CONF_DIR", "compose_config", "pop_format", "user_conf_dirs"]
 
@@ -235,7 +235,7 @@ def unknown_key(path: Iterable[str], tp: type) -> str:
     if not parent:
         return (
             f"unknown key '{key}': the config's keys are {known}, and its groups {', '.join(CONFIG_GROUPS)} "
-            "(grid/schema.py:Config)"
+            "(vocab/schema.py:Config)"
         )
     if len(parent) == 2 and parent[0] in KINDS:
         return f"unknown key '{key}': a {parent[0]} has {known} ({source})"

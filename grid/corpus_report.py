@@ -17,9 +17,9 @@ from rich.table import Table
 
 from grid.catalog import Catalog, active, catalog_of
 from grid.compose import check_run_mode, compose_config, pop_format
-from grid.errors import ConfigError
-from grid.paths import project_path
-from grid.schema import CorpusSpec
+from vocab.errors import ConfigError
+from vocab.paths import project_path
+from vocab.schema import CorpusSpec
 
 COLUMNS = ("corpus", "endpoint", "prompts", "cap", "p50", "p90", "p99", "max", "licenses", "state")
 NUMERIC = ("prompts", "cap", "p50", "p90", "p99", "max")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grid.cells import Cell
-from grid.plan import EngineGroup
-from grid.schema import ModelSpec, PlanConfig
+from vocab.cells import Cell
+from vocab.groups import EngineGroup
+from vocab.schema import ModelSpec, PlanConfig
 
 
 @dataclass(frozen=True)

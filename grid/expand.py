@@ -7,9 +7,9 @@ from dataclasses import dataclass, field, replace
 from omegaconf import DictConfig, OmegaConf
 
 from grid.catalog import Catalog, catalog_of
-from grid.cells import REFERENCE_LEVER, Cell, EngineSpec, drafts_from_history
-from grid.errors import ConfigError
-from grid.schema import ClusterSpec, Config, CorpusSpec, GridSpec, LeverSpec, LoadSpec, ModelSpec
+from vocab.cells import REFERENCE_LEVER, Cell, EngineSpec, drafts_from_history
+from vocab.errors import ConfigError
+from vocab.schema import ClusterSpec, Config, CorpusSpec, GridSpec, LeverSpec, LoadSpec, ModelSpec
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from grid.plan import EngineGroup
 from store.fs import StorePath, StoreRoot
 from store.layout import MANIFEST, StoreLayout
 from store.lease import READ_BACK_S, Lease, confirm, create, lease_path, read_lease, release, renew, take_over
+from vocab.groups import EngineGroup
 
 
 def measured_since(root: StoreRoot, cell_key: str, since_s: float, owner: str) -> str | None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from grid.cells import Cell
 from store.fs import StoreRoot
 from store.read import Attempt, attempt_damages, attempts, measured_valid
 from store.verify import Damage
+from vocab.cells import Cell
 
 DONE, FAILED, PENDING = "done", "failed", "pending"
 # Measured, but a validity gate failed: run again on resume unless run.keep_invalid.

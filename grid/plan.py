@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from grid.cells import Cell, EngineSpec
-
-
-@dataclass(frozen=True)
-class EngineGroup:
-    """One engine launch and the cells it runs, corpus after corpus."""
-
-    spec: EngineSpec
-    cells: tuple[Cell, ...]
-
-    @property
-    def gpus(self) -> int:
-        return self.spec.model.tp
+from vocab.cells import Cell, EngineSpec
+from vocab.groups import EngineGroup
 
 
 def group_by_engine(cells: list[Cell]) -> list[EngineGroup]:

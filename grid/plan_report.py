@@ -173,8 +173,8 @@ def plan(overrides: list[str], console: Console | None = None) -> int:
 
 def simulate_plan(overrides: list[str], console: Console | None = None) -> dict[str, Any]:
     """Simulated makespan of the grid on its cluster description, against the lower bound."""
-    from grid.errors import ConfigError
     from grid.simulate import SimJob, simulate
+    from vocab.errors import ConfigError
 
     console = console or Console()
     config = to_config(compose_config(overrides))

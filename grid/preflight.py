@@ -24,11 +24,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from grid.catalog import load_spec
-from grid.cells import Cell
 from grid.compose import run_mode_problem
-from grid.errors import ConfigError
-from grid.paths import project_path, store_path
-from grid.plan import EngineGroup
 from grid.prompt_audit import (
     CellPrompts,
     CorpusKey,
@@ -39,8 +35,12 @@ from grid.prompt_audit import (
     repeat_problems,
 )
 from grid.prompt_fit import Fit, FitJob, fits, hub_snapshot, is_hub_id, local_tokenizer
-from grid.schema import Config, ModelSpec
 from store.fs import StorePath, StoreRoot
+from vocab.cells import Cell
+from vocab.errors import ConfigError
+from vocab.groups import EngineGroup
+from vocab.paths import project_path, store_path
+from vocab.schema import Config, ModelSpec
 
 
 def raise_problems(problems: list[str], stopped: str = "the run before any engine starts") -> None:

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from grid.errors import ConfigError
-from grid.plan import EngineGroup
-from grid.schema import CorpusSpec
+from vocab.errors import ConfigError
+from vocab.groups import EngineGroup
+from vocab.schema import CorpusSpec
 from workers.prompts import Corpus, TooFewPrompts, cell_schedule, distinct, probe_prompts, read_corpus
 from workers.served import Reuse, ServedPrompts
 from workers.traces import named

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grid.schema import ModelSpec
+from vocab.schema import ModelSpec
 from workers.prompts import Corpus, Prompt
 
 BYTES_PER_TOKEN_ESTIMATE = 4

@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from grid.compose import check_run_mode, compose_config
-from grid.errors import GridError
 from grid.expand import expand, to_config
-from grid.paths import store_path
 from store.atomic import write_atomic
 from store.layout import StoreLayout
+from vocab.errors import GridError
+from vocab.paths import store_path
 
 
 def write_report(overrides: list[str]) -> Path:

@@ -18,21 +18,22 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from analysis.gpu_time import share_line
 from analysis.summary import latest_cells, render, render_repeats
 from grid.anchor import anchor_cells
-from grid.cells import stable_hash
 from grid.compose import compose_config
 from grid.cost import launch_order
 from grid.expand import expand, to_config
 from grid.lease import CellLeases
 from grid.ledger import build_ledger, kept_invalid, select
-from grid.paths import project_path, store_path
-from grid.plan import EngineGroup, group_by_engine
+from grid.plan import group_by_engine
 from grid.preflight import check_before_launch, check_config
-from grid.schema import Config
 from grid.session import end_fingerprint, fingerprint, new_session_id
 from grid.stop import Stop, Stopped
 from grid.verdicts import write_verdicts
 from store.atomic import write_json
 from store.layout import StoreLayout
+from vocab.cells import stable_hash
+from vocab.groups import EngineGroup
+from vocab.paths import project_path, store_path
+from vocab.schema import Config
 from workers.runner import CellOutcome, RunContext
 
 

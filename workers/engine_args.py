@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grid.cells import EngineSpec
+from vocab.cells import EngineSpec
 
 
 @dataclass(frozen=True)

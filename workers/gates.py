@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grid.schema import GateConfig
+from vocab.schema import GateConfig
 
 
 @dataclass(frozen=True)

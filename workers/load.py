@@ -24,7 +24,7 @@ from workers.prompts import Prompt
 from workers.sse import decode_response
 
 if TYPE_CHECKING:  # annotations only: the client imports no config system (hydra: ~6 MB of RSS)
-    from grid.schema import LoadSpec
+    from vocab.schema import LoadSpec
 
 KEEPALIVE_S = 2.0
 ENCODE = msgspec.json.Encoder().encode

@@ -10,11 +10,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grid.errors import ConfigError
+from vocab.errors import ConfigError
 from workers.traces import Skipped, read_rows
 
 if TYPE_CHECKING:
-    from grid.cells import Cell
+    from vocab.cells import Cell
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grid.cells import Cell, EngineSpec, drafts_from_history
-from grid.errors import EngineError
-from grid.plan import EngineGroup
-from grid.schema import EquivalenceConfig, GateConfig
 from store.fs import StorePath, StoreRoot
 from store.layout import MANIFEST, StoreLayout
 from store.space import MIN_FREE_BYTES, store_problem
 from store.writer import utc_now, write_failed_attempt, write_ok_attempt
+from vocab.cells import Cell, EngineSpec, drafts_from_history
+from vocab.errors import EngineError
+from vocab.groups import EngineGroup
+from vocab.schema import EquivalenceConfig, GateConfig
 from workers import cudagraph_log, dynk_log, engine_registry, metrics, windows
 from workers.counters import ServerCounters, scrape
 from workers.engine import LOG_TAIL_LINES, Engine, exit_description, log_tail, new_endpoint

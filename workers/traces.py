@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grid.errors import ConfigError
+from vocab.errors import ConfigError
 
 FORMATS = ("auto", "jsonl", "json", "parquet", "hf_disk")
 # ShareGPT speakers and OpenAI roles -> OpenAI roles.

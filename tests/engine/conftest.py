@@ -9,7 +9,7 @@ from __future__ import annotations
 import psutil
 import pytest
 
-from grid.paths import project_path
+from vocab.paths import project_path
 
 ENGINE_MODULE = "vllm.entrypoints"
 

@@ -11,10 +11,10 @@ import psutil
 
 from grid.compose import compose_config
 from grid.expand import expand, to_config
-from grid.paths import project_path
 from grid.plan import group_by_engine
 from store.read import attempts, connect
 from tests.engine.conftest import ENGINE_MODULE, engine_processes
+from vocab.paths import project_path
 from workers.runner import RunContext, run_group
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from grid.paths import project_path
+from vocab.paths import project_path
 
 pytestmark = pytest.mark.engine
 

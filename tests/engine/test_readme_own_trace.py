@@ -19,8 +19,8 @@ import sys
 import pandas as pd
 import pytest
 
-from grid.paths import project_path
 from store.read import attempts, connect, ok_files
+from vocab.paths import project_path
 
 pytestmark = pytest.mark.engine
 

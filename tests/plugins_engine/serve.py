@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from grid.paths import project_path
+from vocab.paths import project_path
 from workers.counters import ServerCounters, scrape
 from workers.engine import Engine, new_endpoint
 

@@ -3,8 +3,8 @@ import subprocess
 
 import pytest
 
-from grid.paths import PROJECT_ROOT
 from tests.unit.analysis.synthetic_store import build_store
+from vocab.paths import PROJECT_ROOT
 
 INSTALL = PROJECT_ROOT / "scripts" / "install_chromium.sh"
 

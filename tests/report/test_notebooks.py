@@ -4,7 +4,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from grid.paths import PROJECT_ROOT
+from vocab.paths import PROJECT_ROOT
 
 NOTEBOOKS = PROJECT_ROOT / "notebooks"
 # What each notebook must show from the synthetic store.

@@ -13,9 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from grid.paths import PROJECT_ROOT
 from store.read import attempts
 from tests.scheduling.conftest import stub_overrides
+from vocab.paths import PROJECT_ROOT
 from workers.engine import free_port
 
 RAY = str(Path(sys.executable).with_name("ray"))

@@ -14,7 +14,7 @@ from analysis.equivalence import (
     kl_estimate,
     topk_agreement,
 )
-from grid.schema import EquivalenceConfig
+from vocab.schema import EquivalenceConfig
 
 
 def test_first_divergence_position():

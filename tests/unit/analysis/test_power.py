@@ -7,7 +7,7 @@ import yaml
 
 from analysis.decision import GAIN, LOSS, NOISE, NOT_JUDGED, judge, t_quantile
 from analysis.power import MAX_FALSE_KEEP, MIN_POWER, Noise, main, simulate
-from grid.paths import project_path
+from vocab.paths import project_path
 
 STUDY_EXPERIMENTS = ["final", "suffix", "bestkpad", "w4a4_dynk"]
 

@@ -3,8 +3,8 @@
 import pytest
 
 from analysis.study import load_study, store_root_from_env
-from grid.paths import PROJECT_ROOT
 from tests.unit.analysis.synthetic_store import GEOMEAN, LLAMA_SPEEDUP, S1, S2
+from vocab.paths import PROJECT_ROOT
 
 
 def test_table1_from_the_store(synthetic_store):

@@ -4,9 +4,9 @@ import pytest
 
 from assets import corpora
 from grid.compose import compose_config
-from grid.paths import project_path
 from tests.unit.assets.conftest import MODEL_DIR
 from tests.unit.assets.test_corpus_chat import conversation, fake_sharegpt_file, truncated_file
+from vocab.paths import project_path
 from workers.prompts import load_corpus
 
 CAP = 1984

@@ -1,7 +1,7 @@
 import json
 
 from grid.corpus_report import corpus, describe
-from grid.schema import CorpusSpec
+from vocab.schema import CorpusSpec
 
 
 def test_built_corpus_reads_its_meta(tmp_path):

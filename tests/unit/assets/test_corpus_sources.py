@@ -10,7 +10,7 @@ from assets.corpus_sources import (
     license_of,
     source,
 )
-from grid.errors import ConfigError
+from vocab.errors import ConfigError
 
 PERMISSIVE = ("MIT", "BSD", "Apache", "ISC", "PSF")
 

@@ -6,8 +6,8 @@ from rich.console import Console
 from experiments.decide import LeverConfig
 from experiments.tune import Tune, compose_tune, confirm, write_outputs
 from grid.catalog import load_spec
-from grid.schema import ModelSpec
 from tests.unit.experiments.test_decide import drift, medians, verdicts
+from vocab.schema import ModelSpec
 
 CORPORA = ["code_complete", "chat_bench"]
 
@@ -99,7 +99,7 @@ def test_confirm_repeats_sizes_the_confirmation_alone(tmp_path):
 def test_a_confirmation_of_one_repeat_is_refused(tmp_path):
     import pytest
 
-    from grid.errors import ConfigError
+    from vocab.errors import ConfigError
 
     with pytest.raises(ConfigError, match="confirm_repeats=1"):
         compose_tune(["model=tiny", f"out_dir={tmp_path}", "confirm_repeats=1"])

@@ -19,8 +19,8 @@ from analysis.decision import t_quantile
 from experiments.decide import KEEP, REJECT
 from experiments.tune import Tune, compose_tune, confirm, procedure, write_outputs
 from grid.catalog import load_spec
-from grid.schema import ModelSpec
 from tests.unit.experiments.test_tune_replay import FIXTURES, rebuild_store
+from vocab.schema import ModelSpec
 
 PART2 = ("c04901-van", "40dc10-van", "40dc10-suffix", "c92998-suffix")
 

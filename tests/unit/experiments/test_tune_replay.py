@@ -21,11 +21,11 @@ from analysis.decision import t_quantile
 from experiments.decide import CHOSE, KEEP, REJECT, SKIP
 from experiments.tune import Tune, compose_tune, confirm, procedure
 from grid.catalog import load_spec
-from grid.schema import ModelSpec
 from store.atomic import write_parquet
 from store.layout import StoreLayout
 from store.read import connect
 from store.writer import write_ok_attempt
+from vocab.schema import ModelSpec
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

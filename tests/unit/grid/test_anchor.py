@@ -2,8 +2,8 @@ import pytest
 
 from grid.anchor import anchor_cells
 from grid.compose import compose_config
-from grid.errors import ConfigError
 from grid.expand import expand, to_config
+from vocab.errors import ConfigError
 
 
 def config(*overrides):

@@ -4,8 +4,8 @@ import pytest
 
 from grid.catalog import load_spec
 from grid.compose import CONF_DIR
-from grid.errors import ConfigError
-from grid.schema import LeverSpec
+from vocab.errors import ConfigError
+from vocab.schema import LeverSpec
 
 
 def test_dynk_reads_its_k_set_from_dynamic_ks(tmp_path):

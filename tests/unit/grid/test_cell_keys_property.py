@@ -8,8 +8,8 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grid.cells import Cell, EngineSpec
-from grid.schema import CorpusSpec, EngineConfig, LeverSpec, LoadSpec, ModelSpec
+from vocab.cells import Cell, EngineSpec
+from vocab.schema import CorpusSpec, EngineConfig, LeverSpec, LoadSpec, ModelSpec
 
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=12)
 
@@ -119,7 +119,7 @@ def test_keys_match_in_a_fresh_interpreter_with_another_hash_seed():
         0,
     )
     code = (
-        "from grid.cells import *; from grid.schema import *;"
+        "from vocab.cells import *; from vocab.schema import *;"
         "lever = LeverSpec(name='suffix', spec_method='suffix');"
         "spec = EngineSpec(ModelSpec(name='m', path='p'), lever, 8, EngineConfig());"
         "print(Cell(spec, CorpusSpec(name='c', path='c.jsonl'), LoadSpec(), 0).key)"

@@ -2,11 +2,11 @@ from pathlib import Path
 
 import pytest
 
-from grid.cells import load_identity
 from grid.compose import compose_config
-from grid.errors import ConfigError
 from grid.expand import expand, expand_all, to_config
 from grid.plan import group_by_engine
+from vocab.cells import load_identity
+from vocab.errors import ConfigError
 
 CONF = Path(__file__).resolve().parents[3] / "conf"
 # Launch-grouping tests pin engine reuse; `auto` (the default) has its own test below.

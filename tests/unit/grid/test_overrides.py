@@ -7,8 +7,8 @@ import pytest
 from experiments.tune import compose_tune
 from grid import catalog
 from grid.compose import CONF_DIR, compose_config
-from grid.errors import ConfigError
-from grid.schema import Config, CorpusSpec, LoadSpec, ModelSpec
+from vocab.errors import ConfigError
+from vocab.schema import Config, CorpusSpec, LoadSpec, ModelSpec
 
 
 @pytest.fixture(autouse=True)

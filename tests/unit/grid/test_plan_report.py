@@ -6,10 +6,10 @@ import pytest
 
 from grid.compose import compose_config
 from grid.cost import group_cost
-from grid.errors import ConfigError
 from grid.expand import expand, to_config
 from grid.plan import group_by_engine
 from grid.plan_report import plan, plan_summary
+from vocab.errors import ConfigError
 
 
 def test_final_plan_json_via_the_cli():

@@ -13,10 +13,10 @@ from rich.console import Console
 import grid.run
 from grid.compose import compose_config
 from grid.corpus_report import describe
-from grid.errors import ConfigError
 from grid.expand import to_config
 from grid.plan_report import plan_summary
-from grid.schema import CorpusSpec
+from vocab.errors import ConfigError
+from vocab.schema import CorpusSpec
 
 SMOKE_SENDS = 4 + 24  # warm-up + measured prompts of a smoke cell: a corpus of 28 is sent whole
 

@@ -6,11 +6,11 @@ from dataclasses import replace
 import pytest
 
 from grid.compose import compose_config
-from grid.errors import ConfigError
 from grid.expand import expand, to_config
 from grid.plan import group_by_engine
 from grid.prompt_audit import audit_groups, check_no_repeats, corpus_rows
-from grid.schema import CorpusSpec
+from vocab.errors import ConfigError
+from vocab.schema import CorpusSpec
 
 
 def write_corpus(tmp_path, name, texts):

@@ -1,8 +1,8 @@
 import pytest
 
-from grid.errors import ConfigError
 from grid.plan_report import simulate_plan
 from grid.simulate import SimJob, lower_bound, simulate
+from vocab.errors import ConfigError
 
 
 def test_lower_bound_is_the_larger_of_area_and_longest_job():

@@ -9,10 +9,10 @@ from grid import catalog
 from grid.anchor import anchor_cells
 from grid.compose import compose_config
 from grid.corpus_report import corpus
-from grid.errors import ConfigError
 from grid.expand import expand, to_config
 from grid.plan_report import plan_summary
-from grid.schema import ModelSpec
+from vocab.errors import ConfigError
+from vocab.schema import ModelSpec
 
 
 @pytest.fixture(autouse=True)

@@ -2,11 +2,11 @@ import json
 
 import pandas as pd
 
-from grid.schema import EquivalenceConfig
 from grid.verdicts import write_verdicts
 from store.layout import StoreLayout
 from store.read import connect
 from store.writer import write_ok_attempt
+from vocab.schema import EquivalenceConfig
 from workers.load import RequestRecord
 from workers.probe import ProbeRow
 

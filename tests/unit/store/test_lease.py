@@ -9,7 +9,6 @@ import time
 from rich.console import Console
 
 from grid.lease import CellLeases
-from grid.plan import EngineGroup
 from grid.status import status
 from store.fs import StorePath
 from store.layout import StoreLayout
@@ -18,6 +17,7 @@ from store.writer import write_ok_attempt
 from tests.s3server import options_override
 from tests.unit.grid.test_ledger import smoke_cells
 from tests.unit.store.test_writer_read import records, tags
+from vocab.groups import EngineGroup
 
 
 def group_of(*cells):

@@ -12,7 +12,6 @@ from rich.console import Console
 
 from analysis.study import load_study, store_root_from_env
 from grid.ledger import DAMAGED, DONE, FAILED, build_ledger, select
-from grid.paths import store_path
 from grid.status import status
 from store.atomic import write_json
 from store.fs import StoreError, StorePath, open_store
@@ -26,6 +25,7 @@ from tests.unit.grid.test_ledger import smoke_cells
 from tests.unit.grid.test_status_integrity import damaged_store
 from tests.unit.store.damage import truncate
 from tests.unit.store.test_writer_read import records, tags
+from vocab.paths import store_path
 
 
 def test_attempts_written_and_read_back_with_views(store_root):

@@ -8,7 +8,7 @@ import time
 import psutil
 import pytest
 
-from grid.errors import EngineError
+from vocab.errors import EngineError
 from workers.engine import Engine, new_endpoint
 
 # Spawns a grandchild in its own session (as some engines do), then hangs without serving.

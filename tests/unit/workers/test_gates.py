@@ -1,6 +1,6 @@
 import pytest
 
-from grid.schema import GateConfig
+from vocab.schema import GateConfig
 from workers.gates import GateInputs, evaluate
 
 GOOD = GateInputs(

@@ -2,8 +2,8 @@
 
 import asyncio
 
-from grid.schema import LoadSpec
 from tests.stubs.openai_stub import StubSettings, serve_stub
+from vocab.schema import LoadSpec
 from workers.load import Target, run_load
 from workers.prompts import Prompt
 
@@ -57,13 +57,13 @@ def test_the_client_imports_no_config_system():
     import sys
 
     code = (
-        "import sys, workers.load, grid.schema; "
+        "import sys, workers.load, vocab.schema; "
         "print(sorted(m for m in ('hydra', 'omegaconf', 'vllm', 'ray') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     import omegaconf
 
-    from grid import schema
+    from vocab import schema
 
     assert schema.MISSING == omegaconf.MISSING

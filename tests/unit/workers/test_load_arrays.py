@@ -5,8 +5,8 @@ from array import array
 
 import pytest
 
-from grid.schema import LoadSpec
 from tests.stubs.openai_stub import StubSettings, serve_stub, until_next_step
+from vocab.schema import LoadSpec
 from workers.http1 import ReadBatcher, Reads
 from workers.load import RequestRecord, Target, run_load
 from workers.prompts import Prompt

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from grid.errors import ConfigError
+from vocab.errors import ConfigError
 from workers.prompts import Prompt, TooFewPrompts, distinct, load_corpus, prompt_seed, schedule
 
 

@@ -1,6 +1,6 @@
 """The headline counts streamed token ids: they must add up, per request and against the server."""
 
-from grid.schema import GateConfig
+from vocab.schema import GateConfig
 from workers.counters import ServerCounters
 from workers.load import LoopLag, RequestRecord
 from workers.runner import stream_checks, summarize

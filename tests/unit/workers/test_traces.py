@@ -4,7 +4,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from grid.errors import ConfigError
+from vocab.errors import ConfigError
 from workers.prompts import Prompt, read_corpus
 
 OPENAI = {

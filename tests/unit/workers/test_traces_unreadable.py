@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import workers.traces as traces
-from grid.errors import ConfigError
+from vocab.errors import ConfigError
 from workers.prompts import read_corpus
 
 SHAREGPT = [

@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from grid.schema import CorpusSpec, EngineConfig, LeverSpec, LoadSpec, ModelSpec
+from vocab.schema import CorpusSpec, EngineConfig, LeverSpec, LoadSpec, ModelSpec
 
 # Engine fields that change how a launch is run, not what it measures.
 _ENGINE_FIELDS_NOT_IN_KEY = ("command", "start_timeout_s", "stop_timeout_s")
