@@ -1,0 +1,37 @@
+"""A session's end the store will not take is one line, not a traceback, and the run's result stands."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+import grid.run
+import grid.schedule
+from grid.compose import compose_config
+from grid.expand import to_config
+from grid.stop import Stop
+from workers.runner import RunContext
+
+
+def test_a_session_end_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    store = tmp_path / "store"
+    config = to_config(compose_config(["experiment=smoke", f"paths.store={store}"]))
+    ctx = RunContext("s1", store, tmp_path, tmp_path, tmp_path)
+    # No cluster: nothing to schedule. The session file's first write goes through, its end does not.
+    monkeypatch.setattr(grid.schedule, "init_ray", lambda ray_cfg: None)
+    monkeypatch.setattr(grid.schedule, "run_phases", lambda *args, **kwargs: [])
+    written = []
+    real_write = grid.run.write_json
+
+    def write_json(path, data):
+        written.append(path)
+        if len(written) == 2:
+            raise OSError(28, "No space left on device")
+        return real_write(path, data)
+
+    monkeypatch.setattr(grid.run, "write_json", write_json)
+    console = Console(record=True, width=200)
+    assert grid.run.launch([], ctx, config, console, Stop()) == []
+    assert len(written) == 2 and written[0] == written[1]
+    text = console.export_text()
+    assert "store: the session's end could not be written ([Errno 28] No space left on device)" in text
+    assert "Traceback" not in text
