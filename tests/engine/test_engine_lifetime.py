@@ -48,8 +48,12 @@ def is_vllm(proc: psutil.Process) -> bool:
 
 
 def has_engine_core(proc: psutil.Process) -> bool:
+    """EngineCore (or the worker below it): by the title vLLM gives it, or, where setproctitle left the
+    title unset (seen in CI: the cmdline stayed `python -B -c from multiprocessing.spawn import
+    spawn_main...`), as the spawned child it is. Only the API server's tree is asked."""
     with contextlib.suppress(psutil.Error):
-        return "EngineCore" in " ".join(proc.cmdline())
+        cmdline = " ".join(proc.cmdline())
+        return "EngineCore" in cmdline or "multiprocessing.spawn import spawn_main" in cmdline
     return False
 
 
