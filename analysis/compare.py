@@ -4,10 +4,11 @@ rel_diff        = ratio - 1, ratio = value / reference from the per-repeat value
                   (geometric means; paired by session and repeat where both exist)
 ci_lo, ci_hi    = the ratio's two-sided t-interval (analysis.decision.CONFIDENCE)
 n_value, n_reference, paired = the repeats behind it
-label           = 'real gain' / 'real loss' / 'within noise' / 'not judged (n<2)'
+label           = 'real gain' / 'real loss' / 'within noise' / 'not judged (n<2)' /
+                  'not judged (drift unknown)'
 beyond_drift    = the whole interval lies beyond the drift band (label is a real
                   gain or loss); None when not judged
-drift_band_rel  = the band (analysis.drift.drift_band; NaN when unknown, judged as 0)
+drift_band_rel  = the band (analysis.drift.drift_band; NaN when unknown: not judged)
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ y_1..y_m, each a (session_id, repeat, tok/s) triple, and the drift band b
          "real loss"          iff hi - 1 < -b
          "within noise"       otherwise
          "not judged (n<2)"   when a side has fewer than 2 repeats (no interval)
-  An unknown band (NaN) is taken as 0: the interval alone decides.
+  "not judged (drift unknown)"  when the band is NaN (unknown drift): the rule fails closed,
+                       so a missing or INVALID anchor run can never turn into a keep.
 
 With b = 0 the rule keeps a change that has no effect at most a/2 = 5 % of the
 time (the t-interval's one-sided error); the band only makes it stricter.
@@ -44,8 +45,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from scipy.stats import t as student_t
+
 CONFIDENCE = 0.90
 GAIN, LOSS, NOISE, NOT_JUDGED = "real gain", "real loss", "within noise", "not judged (n<2)"
+# Fail closed: with the drift unknown (a missing or INVALID anchor run, sessions that did not
+# all run the same anchor) no interval can be said to clear it, so nothing is judged.
+NO_BAND = "not judged (drift unknown)"
+UNJUDGED = (NOT_JUDGED, NO_BAND)
 
 Repeat = tuple[str, int, float]  # (session_id, repeat, tok/s)
 
@@ -74,18 +81,18 @@ class Judgement:
 
     @property
     def judged(self) -> bool:
-        return self.label != NOT_JUDGED
+        return self.label not in UNJUDGED
 
     def interval_words(self) -> str:
         """'1.58x [1.52, 1.64] 90% CI, n=3/3 paired'."""
         n = f"n={self.n_value}/{self.n_reference}" + (" paired" if self.paired else "")
-        if not self.judged or math.isnan(self.lo):
+        if math.isnan(self.lo):  # no interval (n < 2); with the drift unknown the interval still shows
             return f"{self.ratio:.3f}x, {n}"
         return f"{self.ratio:.3f}x [{self.lo:.3f}, {self.hi:.3f}] {self.confidence:.0%} CI, {n}"
 
     def words(self) -> str:
         """'real gain: 1.58x [1.52, 1.64] 90% CI, n=3/3 paired, band 2.0%'."""
-        band = "band unknown (0 used)" if math.isnan(self.band) else f"band {self.band:.1%}"
+        band = "band unknown" if math.isnan(self.band) else f"band {self.band:.1%}"
         return f"{self.label}: {self.interval_words()}, {band}"
 
     def as_columns(self, prefix: str = "") -> dict[str, object]:
@@ -101,61 +108,10 @@ class Judgement:
         }
 
 
-# Student's t quantile without scipy: regularized incomplete beta (Lentz continued fraction).
-def _betacf(a: float, b: float, x: float) -> float:
-    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-14:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    ln = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(ln) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(ln) * _betacf(b, a, 1.0 - x) / b
-
-
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t with df degrees of freedom."""
-    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t > 0 else tail
-
-
 @lru_cache(maxsize=4096)
 def t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t (bisection on t_cdf; p in (0.5, 1))."""
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
-        hi *= 2.0
-    for _ in range(100):
-        mid = (lo + hi) / 2.0
-        lo, hi = (mid, hi) if t_cdf(mid, df) < p else (lo, mid)
-        if hi - lo < 1e-10:
-            break
-    return (lo + hi) / 2.0
+    """The p-quantile of Student's t with df degrees of freedom (scipy.stats.t.ppf)."""
+    return float(student_t.ppf(p, df))
 
 
 def _mean_var(values: Sequence[float]) -> tuple[float, float]:
@@ -170,8 +126,10 @@ def _positive(repeats: Iterable[Repeat]) -> list[Repeat]:
 
 
 def label_for(lo: float, hi: float, band: float) -> str:
-    """The label of an interval (lo, hi) of the ratio against band b (module doc)."""
-    b = 0.0 if band is None or math.isnan(band) else band
+    """The label of an interval (lo, hi) of the ratio against band b (module doc); NO_BAND when b is NaN."""
+    if band is None or math.isnan(band):
+        return NO_BAND
+    b = band
     if lo - 1.0 > b:
         return GAIN
     if hi - 1.0 < -b:

@@ -24,9 +24,10 @@ corpus) first and again last; its summary rows carry `anchor` = 'start' / 'end'
       band(S) = max(pooled_rel(S), between_rel(S))   (between_rel = 0 for one session)
 
 analysis.decision calls a difference real only when its whole interval lies
-beyond band(S); NaN (drift unknown) when a session in S has fewer than two valid
-anchor runs. Drift tables without the pair columns (built by hand) count each
-session's drift_rel as one pair.
+beyond band(S); NaN (drift unknown, nothing judged) when a session in S has fewer
+than two valid anchor runs or the sessions of S did not all run the same anchor
+cell. Drift tables without the pair columns (built by hand) count each session's
+drift_rel as one pair.
 """
 
 from __future__ import annotations
@@ -158,12 +159,18 @@ def pooled_drift(drift: pd.DataFrame, sessions: Iterable[str]) -> float:
 
 
 def drift_band(drift: pd.DataFrame, sessions: Iterable[str]) -> float:
-    """band(S) = max(pooled_rel(S), between_rel(S)); NaN when any session's drift is unknown."""
+    """band(S) = max(pooled_rel(S), between_rel(S)); NaN when either is unknown.
+
+    Both terms must be known: Python's max(0.009, nan) is 0.009, so an unknown
+    between-session term (sessions that did not all run the same anchor) would
+    otherwise shrink the band silently to the within-session drift.
+    """
     wanted = sorted(set(sessions))
     pooled = pooled_drift(drift, wanted)
-    if math.isnan(pooled):
+    between = between_session_drift(drift, wanted)
+    if math.isnan(pooled) or math.isnan(between):
         return math.nan
-    return max(pooled, between_session_drift(drift, wanted))
+    return max(pooled, between)
 
 
 def reference_session(drift: pd.DataFrame) -> str | None:

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from analysis.decision import judge
+from analysis.drift import drift_band, session_drift
 from analysis.load import invalid_left_out, left_out
 from analysis.medians import lever_medians
 from analysis.repeats import aggregate_repeats
@@ -151,27 +152,31 @@ def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[s
         console.print(line, markup=False, highlight=False)
 
 
-def x_van(medians: pd.DataFrame) -> dict[tuple, object]:
-    """Per (model, corpus, lever, k) other than van: analysis.decision's judgement against van's repeats.
-
-    No drift band here (a run's summary has no anchor analysis): the interval alone decides;
-    `python -m grid report` judges against the drift band.
+def x_van(medians: pd.DataFrame, drift: pd.DataFrame | None = None) -> dict[tuple, object]:
+    """Per (model, corpus, lever, k) other than van: analysis.decision's judgement against van's repeats,
+    beyond the drift band of the sessions both ran in (analysis.drift, from the sessions' anchor
+    runs). Without anchor runs the band is unknown and nothing is judged (the rule fails closed).
     """
     out = {}
-    van = medians[medians["lever"] == "van"].set_index(["model", "corpus"])["repeats"]
+    van = medians[medians["lever"] == "van"].set_index(["model", "corpus"])
     for row in medians.itertuples(index=False):
         if row.lever != "van" and (row.model, row.corpus) in van.index:
-            out[(row.model, row.corpus, row.lever, row.k)] = judge(
-                row.repeats, van[(row.model, row.corpus)], math.nan
-            )
+            reference = van.loc[(row.model, row.corpus)]
+            sessions = set(row.sessions) | set(reference["sessions"])
+            band = drift_band(drift, sessions) if drift is not None and not drift.empty else math.nan
+            out[(row.model, row.corpus, row.lever, row.k)] = judge(row.repeats, reference["repeats"], band)
     return out
 
 
-def render_repeats(frame: pd.DataFrame, console: Console) -> None:
-    """Median and MAD over repeats (VALID cells only, saying how many were left out); x van, interval."""
+def render_repeats(frame: pd.DataFrame, console: Console, anchors: pd.DataFrame | None = None) -> None:
+    """Median and MAD over repeats (VALID cells only, saying how many were left out); x van, its
+    interval and label beyond the drift band of `anchors` (analysis.load.anchor_runs)."""
     table_data, excluded = aggregate_repeats(frame)
+    drift = session_drift(anchors)[0] if anchors is not None else None
     judged = (
-        x_van(lever_medians(frame)[0]) if {"session_id", "output_tok_per_s"} <= set(frame.columns) else {}
+        x_van(lever_medians(frame)[0], drift)
+        if {"session_id", "output_tok_per_s"} <= set(frame.columns)
+        else {}
     )
     table = Table(title="repeats: output tok/s in the window (VALID cells)")
     for header in ("model", "corpus", "lever", "K", "n", "median", "MAD", "x van [90% CI]", "label"):
@@ -183,8 +188,9 @@ def render_repeats(frame: pd.DataFrame, console: Console) -> None:
                       j.label if j else "-")  # fmt: skip
     console.print(table)
     console.print(
-        "x van: ratio of geometric means over repeats, its 90% t-interval (paired by session and repeat); "
-        "no drift band in this table (python -m grid report applies it; analysis/decision.py)"
+        "x van: ratio of geometric means over repeats, its 90% t-interval (paired by session and repeat), "
+        "judged beyond the drift band of the session's anchor runs (analysis/decision.py); "
+        "without anchor runs, not judged"
     )
     if excluded:
         console.print(f"{excluded} INVALID cells left out (see invalid_reasons)")

@@ -11,7 +11,7 @@ analysis.decision (the same rule as the study's Table 1 and best K):
                   different sessions: analysis.decision.geomean_repeats); the figure shown is the geometric
                   mean of those per-repeat scores
   band          = analysis.drift.drift_band over the sessions both ran in
-                  (unknown drift: the interval alone decides, as in analysis)
+                  (unknown drift: not judged, never a keep; the rule fails closed)
   judgement     = analysis.decision.judge(candidate scores, incumbent scores,
                   max(band, rules.min_gain)): ratio, its 90 % t-interval, label
   gain          = judgement ratio - 1
@@ -34,7 +34,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.decision import NOT_JUDGED, Judgement, choose_smallest, geomean_repeats, judge
+from analysis.decision import NO_BAND, NOT_JUDGED, Judgement, choose_smallest, geomean_repeats, judge
 from analysis.drift import drift_band
 from analysis.gate import gate_problems, latest_verdicts
 from analysis.stats import geometric_mean
@@ -48,8 +48,8 @@ class TuneRules:
 
     # A change must gain more than this as well as more than the drift band.
     min_gain: float = 0.0
-    # Kept for old configs and ignored: with the drift unknown the interval alone
-    # decides, in tune as in the study's analysis (analysis/decision.py).
+    # Kept for old configs and ignored: with the drift unknown nothing is judged,
+    # in tune as in the study's analysis (analysis/decision.py: fail closed).
     unknown_drift_band: float = 0.05
     # Only levers with a 'pass' for this model on every corpus are kept (analysis/gate.py).
     require_equivalence: bool = True
@@ -100,13 +100,21 @@ class Decision:
     label: str = ""
 
 
+# The last medians table indexed by (corpus, lever, K): a tune's decision looks rows up dozens of
+# times in one table, and a boolean filter per look-up made the procedure's simulation
+# (experiments/procedure_power.py) spend most of its time in pandas. The table is held so its
+# id cannot be reused while cached.
+_INDEXED: tuple[pd.DataFrame | None, dict[tuple[str, str, int], pd.Series]] = (None, {})
+
+
 def _row(medians: pd.DataFrame, config: LeverConfig, corpus: str) -> pd.Series | None:
-    rows = medians[
-        (medians["corpus"] == corpus)
-        & (medians["lever"] == config.lever)
-        & (medians["k"] == config.k(corpus))
-    ]
-    return rows.iloc[0] if len(rows) else None
+    global _INDEXED
+    if _INDEXED[0] is not medians:
+        index: dict[tuple[str, str, int], pd.Series] = {}
+        for _, row in medians.iterrows():
+            index.setdefault((row["corpus"], row["lever"], int(row["k"])), row)  # the first, as iloc[0]
+        _INDEXED = (medians, index)
+    return _INDEXED[1].get((corpus, config.lever, config.k(corpus)))
 
 
 def _corpora(config: LeverConfig, final_corpus: str) -> list[str]:
@@ -132,10 +140,13 @@ def score(medians: pd.DataFrame, config: LeverConfig, final_corpus: str) -> tupl
 
 
 def band_for(drift: pd.DataFrame, sessions: set[str], rules: TuneRules) -> tuple[float, str]:
-    """The drift band (NaN when unknown: judged as 0) and its words."""
+    """The drift band (NaN when unknown: nothing is judged, the rule fails closed) and its words."""
     band = drift_band(drift, sessions) if sessions and not drift.empty else math.nan
     if math.isnan(band):
-        return math.nan, "drift unknown (band 0: the interval alone)"
+        return (
+            math.nan,
+            "drift unknown (a missing or INVALID anchor run, or sessions without a common anchor)",
+        )
     return band, f"drift band {band:.1%}"
 
 
@@ -144,19 +155,22 @@ def _judged(decision: Decision, j: Judgement) -> None:
     decision.n_repeats = f"{j.n_value}/{j.n_reference}" + (" paired" if j.paired else "")
 
 
-def failed_gates(verdicts: pd.DataFrame, model: str, config: LeverConfig) -> list[str]:
-    """Corpora where the candidate has not cleared the equivalence gate for `model` (analysis/gate.py)."""
-    return gate_problems(latest_verdicts(verdicts), model, config.lever, config.k_by_corpus)
+def failed_gates(verdicts: pd.DataFrame, model: str, config: LeverConfig, latest: bool = False) -> list[str]:
+    """Corpora where the candidate has not cleared the equivalence gate for `model` (analysis/gate.py).
+
+    latest: `verdicts` is already analysis.gate.latest_verdicts' table."""
+    return gate_problems(verdicts if latest else latest_verdicts(verdicts), model, config.lever,
+                         config.k_by_corpus)  # fmt: skip
 
 
-def gate_words(verdicts: pd.DataFrame, model: str, config: LeverConfig) -> str:
+def gate_words(verdicts: pd.DataFrame, model: str, config: LeverConfig, latest: bool = False) -> str:
     """The candidate's latest verdict for `model` per corpus, e.g. 'code_complete pass, chat_bench fail'."""
-    latest = latest_verdicts(verdicts)
+    table = verdicts if latest else latest_verdicts(verdicts)
     words = []
     for corpus, k in config.k_by_corpus:
-        rows = latest[
-            (latest["model"] == model) & (latest["lever"] == config.lever) & (latest["k"] == k)
-            & (latest["corpus"] == corpus)
+        rows = table[
+            (table["model"] == model) & (table["lever"] == config.lever) & (table["k"] == k)
+            & (table["corpus"] == corpus)
         ]  # fmt: skip
         if len(rows):
             words.append(f"{corpus} {rows.iloc[-1]['verdict']}")
@@ -181,7 +195,8 @@ def decide_change(
     new = geometric_mean(v for _, _, v in new_repeats)
     old = geometric_mean(v for _, _, v in old_repeats)
     decision = Decision(stage, candidate.label, incumbent.label, REJECT, "", new, old)
-    decision.gate = gate_words(verdicts, model, candidate)
+    verdicts = latest_verdicts(verdicts)
+    decision.gate = gate_words(verdicts, model, candidate, latest=True)
     if math.isnan(new) or math.isnan(old):
         decision.reason = "no valid measurement of " + (
             candidate.label if math.isnan(new) else incumbent.label
@@ -189,14 +204,15 @@ def decide_change(
         return decision
     band, band_text = band_for(drift, new_sessions | old_sessions, rules)
     decision.band = band
-    threshold = max(0.0 if math.isnan(band) else band, rules.min_gain)
+    # NaN stays NaN (max(nan, x) would not): judge then says 'not judged (drift unknown)'.
+    threshold = band if math.isnan(band) else max(band, rules.min_gain)
     j = judge(new_repeats, old_repeats, threshold)
     _judged(decision, j)
     for corpus, _ in candidate.k_by_corpus:
         a, b = _row(medians, candidate, corpus), _row(medians, incumbent, corpus)
         if a is not None and b is not None:
             decision.per_corpus[corpus] = judge(a["repeats"], b["repeats"], band).ratio - 1
-    if rules.require_equivalence and (failed := failed_gates(verdicts, model, candidate)):
+    if rules.require_equivalence and (failed := failed_gates(verdicts, model, candidate, latest=True)):
         decision.reason = "output-equivalence gate failed (" + "; ".join(failed) + ")"
         return decision
     if moe and rules.moe_regression_check:
@@ -220,6 +236,8 @@ def decide_change(
         decision.reason = f"real loss (slower): {words}"
     elif j.label == NOT_JUDGED:
         decision.reason = f"not judged, fewer than 2 repeats on a side: {words}"
+    elif j.label == NO_BAND:
+        decision.reason = f"not judged, the drift is unknown so no interval can clear it: {words}"
     else:
         decision.reason = f"within noise: {words}: not evidence of a gain"
     return decision

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from analysis.gpu_time import share_line
+from analysis.load import anchor_runs
 from analysis.summary import latest_cells, render, render_repeats
 from grid.anchor import anchor_cells
 from grid.compose import compose_config
@@ -30,6 +31,7 @@ from grid.stop import Stop, Stopped
 from grid.verdicts import write_verdicts
 from store.atomic import write_json
 from store.layout import StoreLayout
+from store.read import connect
 from vocab.cells import stable_hash
 from vocab.groups import EngineGroup
 from vocab.paths import project_path, store_path
@@ -103,7 +105,8 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     session_cells = latest_cells(ctx.store_root, ctx.session_id)
     render(session_cells, console)
     if config.grid.repeats > 1 and not session_cells.empty:
-        render_repeats(session_cells, console)
+        anchors = anchor_runs(connect(ctx.store_root), {ctx.session_id})
+        render_repeats(session_cells, console, anchors)
     if not session_cells.empty and (share := share_line(session_cells)):
         console.print(share)
     # Cells another driver leased (or measured meanwhile): that driver's to measure, not pending here.

@@ -58,14 +58,14 @@ def test_top_k_beyond_drift_is_kept_and_compared_with_runner_up():
     assert row["beyond_drift"] and row["label"] == "real gain" and "real gain" in row["verdict"]
 
 
-def test_without_anchor_runs_the_interval_alone_decides():
-    no_drift = drift_of(100.0, 100.0, session="other")  # s1 has no anchor: band unknown, judged as 0
+def test_without_anchor_runs_nothing_is_judged_and_the_smaller_k_stays():
+    no_drift = drift_of(100.0, 100.0, session="other")  # s1 has no anchor: band unknown
     row = best_k(medians({4: 110.0, 8: 110.0, 12: 109.0}), no_drift).iloc[0]
     assert row["best_k"] == 4 and pd.isna(row["drift_band_rel"])
-    row = best_k(medians({4: 109.9, 8: 110.0}), no_drift).iloc[0]
-    assert row["best_k"] == 8  # repeats with the same spread: an interval of width 0 above 1
-    row = best_k(medians({4: 109.9, 8: 110.0}, spreads={8: (0.99, 1.0, 1.01)}), no_drift).iloc[0]
-    assert row["best_k"] == 4  # the same point gain inside its interval: the smaller K
+    # Fail closed (issue 26): an interval of width 0 above 1 used to win K=8 with the band taken
+    # as 0; with the drift unknown no gain is real, so the smaller K stays.
+    row = best_k(medians({4: 100.0, 8: 130.0}), no_drift).iloc[0]
+    assert row["best_k"] == 4 and row["label"] == "not judged (drift unknown)"
 
 
 def test_single_repeats_are_not_judged_and_the_smallest_k_stays():

@@ -146,13 +146,42 @@ def test_moe_models_reject_a_lever_that_slows_one_corpus_beyond_drift():
     assert moe.decision == REJECT and "a real loss beyond drift on chat_bench" in moe.reason
 
 
-def test_unknown_drift_leaves_the_interval_alone_to_decide_as_in_analysis():
-    # (before the one rule: tune took rules.unknown_drift_band = 5 %, analysis 0)
+def test_unknown_drift_is_not_judged_and_never_kept():
+    # Fail closed (issue 26): +5.83 % with an interval of width 0 was kept with the band taken as 0.
     d = decide_change(
         "suffix", VAN, SUFFIX, FIGURES, drift([]), PASSED, RULES, "mix", moe=False, model="tiny"
     )
     assert math.isnan(d.band) and "drift unknown" in d.reason
-    assert d.decision == KEEP  # +5.83 % with an interval of width 0
+    assert d.decision == REJECT and d.label == "not judged (drift unknown)"
+
+
+def test_an_invalid_end_anchor_is_unknown_drift_not_a_zero_band():
+    # One session's end anchor INVALID: its drift is unknown (analysis.drift), so nothing is judged.
+    from analysis.drift import session_drift
+
+    anchors = pd.DataFrame(
+        [("A", "start", 100.0, True), ("A", "end", 100.5, True), ("B", "start", 100.0, True),
+         ("B", "end", 80.0, False), ("C", "start", 100.0, True), ("C", "end", 100.2, True)],
+        columns=["session_id", "anchor", "output_tok_per_s", "valid"],
+    ).assign(model="tiny", corpus="code_complete", lever="van", k=0)  # fmt: skip
+    d = decide_change("suffix", VAN, SUFFIX, FIGURES, session_drift(anchors)[0], PASSED, RULES, "mix",
+                      moe=False, model="tiny")  # fmt: skip
+    assert math.isnan(d.band) and d.decision == REJECT and d.label == "not judged (drift unknown)"
+
+
+def test_an_unknown_between_session_term_does_not_shrink_the_band():
+    # Sessions that did not all run the same anchor: the between-session term is unknown. Python's
+    # max(0.009, nan) is 0.009, which once dropped an 18.1 % band to the within-session 0.92 %.
+    from analysis.drift import drift_band
+
+    table = pd.DataFrame(
+        [("A", "tiny", "code_complete", "van", 0, 100.0, 0.0092, 1, 0.0092**2),
+         ("B", "tiny", "chat_bench", "van", 0, 120.0, 0.0092, 1, 0.0092**2)],
+        columns=["session_id", "model", "corpus", "lever", "k", "anchor_mean_tok_per_s", "drift_rel",
+                 "n_anchor_pairs", "anchor_log_ss"],
+    )  # fmt: skip
+    assert math.isnan(drift_band(table, {"A", "B"}))
+    assert drift_band(table, {"A"}) == pytest.approx(0.0092)
 
 
 def test_a_noisy_gain_or_single_repeats_are_not_kept():
