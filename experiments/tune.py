@@ -3,16 +3,23 @@
 van -> suffix -> K-pad -> best K -> W4A4 (only with a quantised variant) ->
 dynamic K -> confirmation, each stage one grid run (same scheduler, same store, its own
 session with its drift anchor), so an interrupted tune resumes like any grid:
-run it again and finished stages are read back from the store. Every decision
-is made by experiments/decide.py from the stored figures and written down with
-its evidence. The chosen configuration's figure is the maximum of noisy ones (the
-winner's curse), so the tune ends with a confirmation: the final configuration
-against van again, in a fresh session with new seeds (`confirm_seed`: new
-prompts, new cell keys, fresh engines), and the speedup it reports is the
-confirmation's, with the tuning figure beside it. Outputs per model, under
-`out_dir/<model>/`:
+run it again and finished stages are read back from the store. Each stage measures
+van, the incumbent and its candidate in that one session on prompts of its own
+(`paired_stages`), so the comparison is paired by repeat and an offset between
+sessions cancels. Every decision is made by experiments/decide.py from the
+stored figures and written down with its evidence.
 
-  final.yaml     the chosen lever, K (per corpus too) and engine settings
+The procedure's choice is the maximum of noisy figures (the winner's curse), and a
+tune of several keep/drop tests deploys a lever that does nothing far more often
+than one test's 5 % (`make power`, experiments/procedure_power.py). So the tune
+ends with a confirmation: the choice against van again, in a fresh session with new
+seeds (`confirm_seed`: new prompts, new cell keys, fresh engines), paired by repeat;
+final.yaml and serve.sh deploy the choice only when the confirmation is a real gain,
+and van otherwise, with the unconfirmed candidate and its figures beside it. The
+speedup reported is the confirmation's, with the tuning figure beside it. Outputs
+per model, under `out_dir/<model>/`:
+
+  final.yaml     the deployed lever and K (per corpus too), why, the candidate, the figures
   serve.sh       the exact `vllm serve` command that reproduces it, plugin environment included
   decisions.md   the decision log: one row per stage with figures, drift band and gate verdicts
 
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +46,7 @@ from rich.console import Console
 from analysis.drift import session_drift
 from analysis.load import anchor_runs, equivalence_table, measured_cells
 from analysis.medians import lever_medians
-from experiments.decide import CHOSE, KEEP, SKIP, Decision, LeverConfig, TuneRules, choose_k, decide_change
+from experiments.decide import KEEP, SKIP, Decision, LeverConfig, TuneRules, choose_k, decide_change
 from grid.catalog import Catalog, catalog_of
 from grid.compose import CONF_DIR, check_keys, compose_config, searchpath_dirs, unknown_key_error
 from grid.expand import expand, to_config
@@ -53,6 +61,8 @@ from workers.engine_args import Endpoint, serve_argv, serve_env
 
 TUNE_CONF_DIR = CONF_DIR / "tune"
 STAGES = ("van", "suffix", "kpad", "best_k", "w4a4", "dynk", "confirm")
+# Paired stages draw prompts from load.seed + STAGE_SEED_STEP x the stage's place in STAGES.
+STAGE_SEED_STEP = 100
 
 
 @dataclass
@@ -74,6 +84,11 @@ class TuneConfig:
     # grid.repeats of the confirmation (None: the stages' own). Its size is a choice apart from
     # the stages': on a device budget, repeats spent on the stages buy the keep, these the figure.
     confirm_repeats: int | None = None
+    # Each stage measures van, the incumbent and the candidate in one session on prompts of its own,
+    # and decides on them alone (paired by repeat: an offset between sessions cancels). False: the
+    # layout of tunes recorded before 2026-12-02 (van once, each stage its candidate alone, judged
+    # across sessions), for replaying their stores.
+    paired_stages: bool = True
     rules: TuneRules = field(default_factory=TuneRules)
     out_dir: str = "results/tune"
 
@@ -129,8 +144,30 @@ class Tune:
         return [f"experiment={self.cfg.experiment}", f"grid.models=[{self.model.name}]",
                 f"grid.corpora=[{corpora}]", *self.cfg.grid_overrides]  # fmt: skip
 
-    def stage(self, name: str, *overrides: str) -> set[str]:
-        """Run one stage's grid (resumes: cells already in the store are not rerun); return its cell keys."""
+    def stage(
+        self, name: str, levers: Mapping[str, Sequence[int]], *extra: str, seed: int | None = None
+    ) -> set[str]:
+        """Run one stage's grid of `levers` (lever -> its K, none for levers without drafts); return its
+        cell keys. Resumes: cells already in the store are not rerun. With paired stages, every stage
+        but the confirmation (which gives its own seed) draws its own prompts (stage_seed); the grid
+        adds van's replicate wherever a lossless lever is judged, so the gate has van's noise floor
+        on the stage's own prompts."""
+        overrides = [f"grid.levers=[{','.join(levers)}]"]
+        overrides += [f"+grid.ks.{lever}=[{','.join(map(str, ks))}]" for lever, ks in levers.items() if ks]
+        if seed is None and self.cfg.paired_stages:
+            seed = self.stage_seed(name)
+        if seed is not None:
+            overrides.append(f"load.seed={seed}")
+        return self.run_stage(name, [*overrides, *extra])
+
+    def stage_seed(self, name: str) -> int:
+        """load.seed of a paired stage: the experiment's seed + STAGE_SEED_STEP x the stage's place in
+        STAGES, so no two stages share a prompt draw (repeat r adds r: fewer than STAGE_SEED_STEP
+        repeats keep them apart) and none meets confirm_seed's."""
+        base = to_config(compose_config(self.base)).load.seed
+        return base + STAGE_SEED_STEP * STAGES.index(name)
+
+    def run_stage(self, name: str, overrides: list[str]) -> set[str]:
         argv = [*self.base, *overrides, f"session_id={self.tune_id}-{name}"]
         keys = {c.key for c in expand(to_config(compose_config(argv)))}
         self.keys |= keys
@@ -143,6 +180,17 @@ class Tune:
         if code != 0:
             raise GridError(f"tune stage {name} left failed cells; rerun the same command to resume")
         return keys
+
+    def measure(self, name: str, incumbent: LeverConfig, *candidates: LeverConfig) -> set[str] | None:
+        """Run stage `name` for `candidates`; with paired stages, van and the incumbent beside them in
+        the same session on the same prompts. Returns the keys a paired decision reads (None: every
+        stage's cells so far, the unpaired layout's evidence)."""
+        configs = [incumbent, *candidates] if self.cfg.paired_stages else list(candidates)
+        levers: dict[str, set[int]] = {"van": set()} if self.cfg.paired_stages else {}
+        for config in configs:
+            levers.setdefault(config.lever, set()).update(k for _, k in config.k_by_corpus if k)
+        keys = self.stage(name, {lever: sorted(ks) for lever, ks in levers.items()})
+        return keys if self.cfg.paired_stages else None
 
     def evidence(self, keys: set[str] | None = None) -> tuple:
         """Medians, drift and verdicts of the cells of the stages run so far (`keys` only, when given).
@@ -169,8 +217,12 @@ class Tune:
     def uniform(self, lever: str, k: int) -> LeverConfig:
         return LeverConfig.uniform(lever, k, self.cfg.corpora)
 
-    def change(self, stage: str, incumbent: LeverConfig, candidate: LeverConfig) -> LeverConfig:
-        medians, drift, verdicts = self.evidence()
+    def change(
+        self, stage: str, incumbent: LeverConfig, candidate: LeverConfig, keys: set[str] | None = None
+    ) -> LeverConfig:
+        """Keep `candidate` or `incumbent` (experiments/decide.py), judged on the cells `keys` (the
+        stage's own, paired) or, with None, on every stage's so far."""
+        medians, drift, verdicts = self.evidence(keys)
         decision = decide_change(stage, incumbent, candidate, medians, drift, verdicts, self.cfg.rules,
                                  self.cfg.final_corpus, self.model.moe, self.model.name)  # fmt: skip
         self.record(decision)
@@ -185,18 +237,27 @@ class Tune:
 
 
 def procedure(t: Tune) -> LeverConfig:
-    """The stages in order (experiments/decide.py has the rules); returns the final configuration."""
+    """The stages in order (experiments/decide.py has the rules); returns the final configuration.
+
+    Paired stages (the default): each stage measures van, the incumbent and its candidate(s) in one
+    session on prompts of its own, and decides on that session's cells alone, paired by repeat, so
+    a between-session offset cancels. Unpaired (paired_stages=false, the layout of tunes recorded
+    before 2026-12-02): van once, each later stage its candidate alone, judged across sessions.
+    """
     cfg, stages = t.cfg, t.cfg.stages
-    # With its replicate: the later stages' lossless levers are judged against this van run
-    # by the paired test, which needs van's own run-to-run agreement on the same prompts.
-    t.stage("van", "grid.levers=[van]", "gates.equivalence.van_replicate_always=true")
     best = t.uniform("van", 0)
+    if cfg.paired_stages:
+        t.record(Decision("van", "van", "", SKIP, "measured beside every candidate, in its stage's session"))
+    else:
+        # With its replicate: the later stages' lossless levers are judged against this van run
+        # by the paired test, which needs van's own run-to-run agreement on the same prompts.
+        t.stage("van", {"van": []}, "gates.equivalence.van_replicate_always=true")
     if "suffix" in stages:
-        t.stage("suffix", "grid.levers=[suffix]", f"+grid.ks.suffix=[{cfg.suffix_k}]")
-        best = t.change("suffix", best, t.uniform("suffix", cfg.suffix_k))
+        candidate = t.uniform("suffix", cfg.suffix_k)
+        best = t.change("suffix", best, candidate, t.measure("suffix", best, candidate))
     if "kpad" in stages:
-        t.stage("kpad", "grid.levers=[bestkpad]", f"+grid.ks.bestkpad=[{cfg.kpad_k}]")
-        best = t.change("kpad", best, t.uniform("bestkpad", cfg.kpad_k))
+        candidate = t.uniform("bestkpad", cfg.kpad_k)
+        best = t.change("kpad", best, candidate, t.measure("kpad", best, candidate))
     if "best_k" in stages:
         # Sweep the drafting lever the procedure has reached (K-pad, else suffix), kept or not
         # at its first K: another K may beat the incumbent where that one did not.
@@ -204,16 +265,15 @@ def procedure(t: Tune) -> LeverConfig:
         if lever is None:
             t.record(Decision("best_k", "K sweep", best.label, SKIP, "no drafting lever in the stages"))
         else:
-            ks = ",".join(str(k) for k in cfg.sweep_ks)
-            t.stage("best_k", f"grid.levers=[{lever}]", f"+grid.ks.{lever}=[{ks}]")
-            medians, drift, _ = t.evidence()
+            keys = t.measure("best_k", best, *(t.uniform(lever, k) for k in cfg.sweep_ks))
+            medians, drift, _ = t.evidence(keys)
             chosen, decision = choose_k(lever, cfg.sweep_ks, cfg.corpora, medians, drift, cfg.rules,
                                         cfg.final_corpus)  # fmt: skip
             t.record(decision)
             if chosen is not None:
                 swept = t.uniform(lever, chosen)
                 if swept != best:
-                    best = t.change("best_k", best, swept)
+                    best = t.change("best_k", best, swept, keys)
     if "w4a4" in stages:
         if not t.model.quantized_variant:
             reason = (
@@ -221,12 +281,12 @@ def procedure(t: Tune) -> LeverConfig:
             )
             t.record(Decision("w4a4", "w4a4", best.label, SKIP, reason))
         else:
-            t.stage("w4a4", "grid.levers=[w4a4]")
-            best = t.change("w4a4", best, t.uniform("w4a4", 0))
+            candidate = t.uniform("w4a4", 0)
+            best = t.change("w4a4", best, candidate, t.measure("w4a4", best, candidate))
     if "dynk" in stages:
         dynk = t.catalog.load(LeverSpec, "dynk")
-        t.stage("dynk", "grid.levers=[dynk]")
-        best = t.change("dynk", best, t.uniform("dynk", dynk.ks[0]))
+        candidate = t.uniform("dynk", dynk.ks[0])
+        best = t.change("dynk", best, candidate, t.measure("dynk", best, candidate))
     return best
 
 
@@ -248,11 +308,11 @@ def confirm(t: Tune, final: LeverConfig) -> Decision | None:
         corpora_by_k.setdefault(k, []).append(corpus)
     keys: set[str] = set()
     for k, corpora in sorted(corpora_by_k.items()):
-        overrides = [f"grid.levers=[van,{final.lever}]", f"grid.corpora=[{','.join(corpora)}]"]
-        overrides += [f"load.seed={t.cfg.confirm_seed}", *([f"+grid.ks.{final.lever}=[{k}]"] if k else [])]
+        overrides = [f"grid.corpora=[{','.join(corpora)}]"]
         if t.cfg.confirm_repeats is not None:  # after grid_overrides: the later value wins
             overrides.append(f"grid.repeats={t.cfg.confirm_repeats}")
-        keys |= t.stage("confirm" if len(corpora_by_k) == 1 else f"confirm-k{k}", *overrides)
+        name = "confirm" if len(corpora_by_k) == 1 else f"confirm-k{k}"
+        keys |= t.stage(name, {"van": [], final.lever: [k] if k else []}, *overrides, seed=t.cfg.confirm_seed)
     medians, drift, verdicts = t.evidence(keys)
     decision = decide_change("confirm", t.uniform("van", 0), final, medians, drift, verdicts, t.cfg.rules,
                              t.cfg.final_corpus, t.model.moe, t.model.name)  # fmt: skip
@@ -305,24 +365,54 @@ def speedup_fields(decision: Decision | None) -> dict[str, object]:
     }
 
 
+def deployment(t: Tune, final: LeverConfig, confirmation: Decision | None) -> tuple[LeverConfig, str]:
+    """What final.yaml and serve.sh deploy, and why: the procedure's choice only when its confirmation
+    (a fresh session, new prompts, paired with van) is a real gain; else van, the last configuration
+    confirmed. The confirmation is the one test the whole procedure's error rate rests on: a tune of
+    several keep/drop stages and a best-K pick deploys a lever that does nothing far more often than
+    any one stage's 5 % (`make power`), and the confirmation brings it back under 5 %."""
+    van = t.uniform("van", 0)
+    if final.lever == "van":
+        return van, "no stage kept a change over van"
+    if confirmation is None:
+        return (
+            van,
+            f"{final.label} was chosen but no confirmation ran (the confirm stage is off): not deployed",
+        )
+    if confirmation.decision != "confirmed":
+        return van, f"{final.label} was chosen but not confirmed on new prompts ({confirmation.reason})"
+    return final, f"{final.label} confirmed on new prompts ({confirmation.reason})"
+
+
 def write_outputs(t: Tune, final: LeverConfig, confirmation: Decision | None = None) -> Path:
+    """final.yaml, serve.sh and decisions.md for the deployed configuration (deployment), with the
+    procedure's candidate and its figures beside it when it was not deployed."""
     out = project_path(t.cfg.out_dir) / t.model.name
     out.mkdir(parents=True, exist_ok=True)
-    best_k = next((d.per_corpus for d in t.decisions if d.stage == "best_k" and d.decision == CHOSE), {})
+    deployed, why = deployment(t, final, confirmation)
     (out / "final.yaml").write_text(
         yaml.safe_dump(
             {
                 "model": t.model.name,
-                "lever": final.lever,
-                "k": deploy_k(final, t.cfg.final_corpus),
-                "best_k_by_corpus": best_k,
+                "lever": deployed.lever,
+                "k": deploy_k(deployed, t.cfg.final_corpus),
+                # The K served on each corpus: one launch serves them all, so one K (the sweep's
+                # per-corpus picks are in decisions.md, best_k row).
+                "k_by_corpus": dict(deployed.k_by_corpus),
+                "deployed_because": why,
                 "corpora": list(t.cfg.corpora),
                 "decided_on": t.cfg.final_corpus if t.cfg.final_corpus in t.cfg.corpora else "geometric mean",
                 "tune_id": t.tune_id,
                 "store": str(t.store),
+                # The procedure's choice, deployed only when confirmed.
+                "candidate": {
+                    "lever": final.lever,
+                    "k": deploy_k(final, t.cfg.final_corpus),
+                    "label": final.label,
+                },
                 # The reported figure: the confirmation run's, in a fresh session with new seeds.
                 "confirmation": speedup_fields(confirmation),
-                # False: its gain did not clear the noise on new prompts (decisions.md says what to do).
+                # False: its gain did not clear the noise on new prompts, and van is deployed.
                 "confirmed": None if confirmation is None else confirmation.decision == "confirmed",
                 # What the selection saw (the maximum of noisy figures), for comparison only.
                 "in_tuning": speedup_fields(tuning_gain(t, final)),
@@ -331,9 +421,9 @@ def write_outputs(t: Tune, final: LeverConfig, confirmation: Decision | None = N
         )
     )
     (out / "serve.sh").write_text(
-        "#!/usr/bin/env bash\n# " + final.label + "\n" + serve_command(t, final) + "\n"
+        "#!/usr/bin/env bash\n# " + deployed.label + ": " + why + "\n" + serve_command(t, deployed) + "\n"
     )
-    (out / "decisions.md").write_text(decision_log(t, final))
+    (out / "decisions.md").write_text(decision_log(t, final, deployed))
     return out
 
 
@@ -342,15 +432,19 @@ def fmt(value: float, spec: str) -> str:
     return "-" if value != value else format(value, spec)
 
 
-def decision_log(t: Tune, final: LeverConfig) -> str:
+def decision_log(t: Tune, final: LeverConfig, deployed: LeverConfig | None = None) -> str:
+    deployed = deployed or final
+    title = (
+        deployed.label if deployed == final else f"{deployed.label} (candidate {final.label} not deployed)"
+    )
     lines = [
-        f"# Tuning {t.model.name}: {final.label}",
+        f"# Tuning {t.model.name}: {title}",
         "",
         f"Tune {t.tune_id}; corpora {', '.join(t.cfg.corpora)}; decisions on "
         + (t.cfg.final_corpus if t.cfg.final_corpus in t.cfg.corpora else "the geometric mean over corpora")
         + ". A change is kept only when its 90% interval over repeats lies wholly beyond the drift band "
         "(experiments/decide.py, analysis/decision.py); the last row is the confirmation run, whose "
-        "figure is the one reported.",
+        "figure is the one reported: the candidate is deployed only when it is a real gain there.",
         "",
         "| stage | candidate | vs | decision | candidate tok/s | incumbent tok/s | gain | drift band "
         "| gate | why |",
@@ -381,10 +475,11 @@ def unconfirmed_note(t: Tune) -> str:
         return ""
     repeats = f"{d.n_repeats} repeats" if d.n_repeats else "its repeats"
     return (
-        f"**Not confirmed.** {d.candidate} is the final configuration because its stage cleared the rule, "
-        f"but on new prompts ({repeats}) its gain over van was {fmt(d.gain, '+.1%')} with an interval that "
-        "does not clear the noise: deploy it as unproven, or run the confirmation again with more repeats "
-        "(`confirm_repeats=N`; `python -m analysis.power` says how many your noise needs)."
+        f"**Not confirmed, not deployed.** {d.candidate} was the procedure's choice because its stage "
+        f"cleared the rule, but on new prompts ({repeats}) its gain over van was {fmt(d.gain, '+.1%')} with "
+        "an interval that does not clear the noise, so final.yaml and serve.sh deploy van. Run the "
+        "confirmation again with more repeats (`confirm_repeats=N`; `make power` says how many your "
+        "noise needs) to deploy it."
     )
 
 
@@ -393,12 +488,18 @@ def tune(overrides: list[str], console: Console | None = None, replay: bool = Fa
     cfg = compose_tune(overrides)
     grid_cfg = compose_config([f"experiment={cfg.experiment}", *cfg.grid_overrides])
     model = catalog_of(grid_cfg).load(ModelSpec, cfg.model)
+    if not replay and not grid_cfg.grid.anchor.enabled:
+        raise ConfigError(
+            f"experiment '{cfg.experiment}' turns the drift anchor off (grid.anchor.enabled=false), and the "
+            "tune keeps a change only beyond the drift band the anchor measures (unknown drift is never a "
+            """keep): add 'grid_overrides=["grid.anchor.enabled=true"]'"""
+        )
     t = Tune(cfg, model, new_session_id(), console or make_console(), replay=replay)
     final = procedure(t)
     confirmation = confirm(t, final)
     out = write_outputs(t, final, confirmation)
-    figure = "" if confirmation is None else f"; confirmation: {confirmation.reason}"
-    t.console.print(f"tune: final {final.label}{figure}; config, command and decision log in {out}")
+    deployed, why = deployment(t, final, confirmation)
+    t.console.print(f"tune: deploy {deployed.label}: {why}; config, command and decision log in {out}")
     if note := unconfirmed_note(t):
         t.console.print(note.replace("**", ""))
     return 0

@@ -38,7 +38,7 @@ case $part in
       load.token_ids=false $*" python3 -m benchmarks.crosscheck_engine | tee $OUT/crosscheck.txt ;;
   tune) timeout $STEP_TIMEOUT_S python3 -m experiments.tune model=tiny experiment=gpu_validate \
          "stages=${TUNE_STAGES:-[van,kpad,confirm]}" out_dir=$HOME/tune-out \
-         "grid_overrides=['cluster=device_h200','paths.data_dir=.gpu/data','paths.store=$store','grid.repeats=${TUNE_REPEATS:-3}'${TUNE_OVERRIDES:+,$TUNE_OVERRIDES}]" "$@"
+         "grid_overrides=['cluster=device_h200','paths.data_dir=.gpu/data','paths.store=$store','grid.repeats=${TUNE_REPEATS:-3}','grid.anchor.enabled=true'${TUNE_OVERRIDES:+,$TUNE_OVERRIDES}]" "$@"
        rc=$?; [ -d $HOME/tune-out ] && cp -r $HOME/tune-out $OUT/; (exit $rc) ;;
 esac
 rc=$?

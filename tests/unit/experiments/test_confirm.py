@@ -20,8 +20,8 @@ class FakeTune(Tune):
         self.runs: list[tuple[str, tuple[str, ...]]] = []
         self.given = evidence
 
-    def stage(self, name, *overrides):
-        self.runs.append((name, overrides))
+    def run_stage(self, name, overrides):
+        self.runs.append((name, tuple(overrides)))
         return {name}
 
     def evidence(self, keys=None):
@@ -58,6 +58,10 @@ def test_the_confirmation_runs_each_k_with_new_seeds_and_its_figure_is_reported(
     out = write_outputs(t, final, decision)
     written = yaml.safe_load((out / "final.yaml").read_text())
     assert written["confirmation"]["label"] == "real gain" and written["confirmed"] is True
+    # Confirmed: the candidate is what is deployed.
+    assert (written["lever"], written["k_by_corpus"]) == ("bestkpad", {"code_complete": 4, "chat_bench": 8})
+    assert "confirmed on new prompts" in written["deployed_because"]
+    assert "bestkpad" in (out / "serve.sh").read_text()
     assert "Not confirmed" not in (out / "decisions.md").read_text()
     assert 1.15 < written["confirmation"]["speedup_vs_van"] < 1.2
     assert written["confirmation"]["interval"][0] > 1.01
@@ -76,8 +80,24 @@ def test_a_confirmation_within_noise_is_reported_as_not_confirmed(tmp_path):
     assert decision.decision == "not confirmed" and "within noise" in decision.reason
     out = write_outputs(t, final, decision)
     written = yaml.safe_load((out / "final.yaml").read_text())
-    assert written["lever"] == "suffix" and written["confirmed"] is False
-    assert "**Not confirmed.** suffix K=8 is the final configuration" in (out / "decisions.md").read_text()
+    # Not confirmed: van is deployed, the candidate stands beside it with its figures.
+    assert written["lever"] == "van" and written["k"] == 0 and written["confirmed"] is False
+    assert written["candidate"] == {"lever": "suffix", "k": 8, "label": "suffix K=8"}
+    assert "not confirmed on new prompts" in written["deployed_because"]
+    serve = (out / "serve.sh").read_text()
+    assert "speculative" not in serve and "suffix" not in serve.split("\n", 2)[2]
+    log = (out / "decisions.md").read_text()
+    assert "**Not confirmed, not deployed.** suffix K=8" in log
+    assert log.splitlines()[0] == "# Tuning tiny: van (candidate suffix K=8 not deployed)"
+
+
+def test_without_a_confirmation_nothing_but_van_is_deployed(tmp_path):
+    final = LeverConfig.uniform("suffix", 8, CORPORA)
+    t = FakeTune(compose_tune(["model=tiny", f"out_dir={tmp_path}", "stages=[van,suffix]"]), None)
+    assert confirm(t, final) is None
+    written = yaml.safe_load((write_outputs(t, final, None) / "final.yaml").read_text())
+    assert written["lever"] == "van" and written["candidate"]["lever"] == "suffix"
+    assert "no confirmation ran" in written["deployed_because"]
 
 
 def test_confirm_repeats_sizes_the_confirmation_alone(tmp_path):

@@ -16,7 +16,7 @@ import yaml
 from rich.console import Console
 
 from analysis.decision import t_quantile
-from experiments.decide import KEEP, REJECT
+from experiments.decide import REJECT, LeverConfig
 from experiments.tune import Tune, compose_tune, confirm, procedure, write_outputs
 from grid.catalog import load_spec
 from tests.unit.experiments.test_tune_replay import FIXTURES, rebuild_store
@@ -29,7 +29,8 @@ def replay(tmp_path, repeats: int, sessions: tuple[str, ...] = ()):
     store = tmp_path / "store"
     rebuild_store(store, "h200_tune", sessions)
     cfg = compose_tune(
-        ["model=tiny", "experiment=gpu_validate", "corpora=[code_complete]", "final_corpus=code_complete",
+        ["model=tiny", "paired_stages=false",
+         "experiment=gpu_validate", "corpora=[code_complete]", "final_corpus=code_complete",
          "stages=[van,suffix,confirm]", "confirm_repeats=3", f"out_dir={tmp_path}",
          f'grid_overrides=["cluster=device_h200","paths.store={store}","grid.repeats={repeats}"]']
     )  # fmt: skip
@@ -72,16 +73,26 @@ def test_part2_alone_rejected_suffix_on_three_repeats(tmp_path):
     assert final.lever == "van" and confirmation is None
 
 
-def test_five_repeats_keep_suffix_and_the_confirmation_does_not_clear_the_noise(tmp_path):
+def test_five_repeats_no_longer_keep_suffix_without_a_drift_anchor(tmp_path):
+    # Recorded: suffix kept at 5 repeats (1.238x [1.035, 1.482], the band taken as 0: gpu_validate
+    # runs no drift anchor), confirmation not confirmed, final.yaml still suffix. Under issue 26's
+    # rules the same rows keep nothing: unknown drift is never a keep, and van is deployed.
     t, final, confirmation, out = replay(tmp_path, 5)
-    assert final.label == "suffix K=8"
     (suffix,) = [d for d in t.decisions if d.stage == "suffix"]
     lo, hi = welch(stage_values("suffix", ()), stage_values("van", ()))
-    assert suffix.decision == KEEP and suffix.n_repeats == "5/5"
-    assert (suffix.ci_lo, suffix.ci_hi) == pytest.approx((lo, hi), rel=1e-9)
-    assert (round(lo, 3), round(hi, 3)) == (1.035, 1.482)
-    assert suffix.gate == "code_complete pass"  # the paired test against van's replicate
+    assert suffix.n_repeats == "5/5" and (suffix.ci_lo, suffix.ci_hi) == pytest.approx((lo, hi), rel=1e-9)
+    assert (round(lo, 3), round(hi, 3)) == (1.035, 1.482)  # the interval is the recorded one
+    assert suffix.decision == REJECT and suffix.label == "not judged (drift unknown)"
+    assert "[1.035, 1.482]" in suffix.reason  # shown, though it cannot be judged
+    assert final.lever == "van" and confirmation is None
+    written = yaml.safe_load((out / "final.yaml").read_text())
+    assert written["lever"] == "van" and written["deployed_because"] == "no stage kept a change over van"
 
+
+def test_the_recorded_confirmation_is_recomputed_and_would_not_deploy(tmp_path):
+    t, _, _, _ = replay(tmp_path, 5)
+    suffix = LeverConfig.uniform("suffix", 8, ["code_complete"])
+    confirmation = confirm(t, suffix)
     # The confirmation: its own cells only (seeds 1000-1002), paired by repeat.
     cells = rows()
     cells = cells[cells["session_id"].str.endswith("confirm")].pivot(
@@ -95,6 +106,8 @@ def test_five_repeats_keep_suffix_and_the_confirmation_does_not_clear_the_noise(
         (math.exp(mean - half), math.exp(mean + half)), rel=1e-9
     )
     assert (round(confirmation.ci_lo, 3), round(confirmation.ci_hi, 3)) == (0.785, 1.714)
+    out = write_outputs(t, suffix, confirmation)
     written = yaml.safe_load((out / "final.yaml").read_text())
-    assert written["lever"] == "suffix" and written["k"] == 8 and written["confirmed"] is False
-    assert written["in_tuning"]["interval"] == [1.0351, 1.4817]
+    # Issue 26: a candidate the confirmation did not confirm is not deployed; van is, beside it.
+    assert written["lever"] == "van" and written["k"] == 0 and written["confirmed"] is False
+    assert written["candidate"] == {"lever": "suffix", "k": 8, "label": "suffix K=8"}

@@ -56,7 +56,8 @@ def replayed(tmp_path_factory):
     store = tmp_path_factory.mktemp("tune") / "store"
     rebuild_store(store)
     cfg = compose_tune(
-        ["model=tiny", f'grid_overrides=["paths.store={store}","grid.repeats=3"]', "sweep_ks=[4,8]",
+        ["model=tiny", "paired_stages=false",
+         f'grid_overrides=["paths.store={store}","grid.repeats=3"]', "sweep_ks=[4,8]",
          "stages=[van,suffix,kpad,best_k,confirm]", f"out_dir={store.parent}"]
     )  # fmt: skip
     tune = Tune(cfg, load_spec(ModelSpec, "tiny"), "replay", Console(quiet=True), replay=True)
