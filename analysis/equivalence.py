@@ -6,13 +6,43 @@ with no lever at all: batch composition changes the reduction order, a logit
 tie flips, and the texts part ways (on an H200, van against van with async
 scheduling off matched 86 of 164 HumanEval outputs over 1,024 tokens). So the
 gate compares the lever's divergence from van with van's own run-to-run
-divergence, the noise floor:
+divergence, the noise floor, measured by a second greedy van run of the same
+prompts (van's replicate).
 
-    exact_match_rate(lever, van) >= exact_match_rate(van, van') - max_exact_match_drop
+The paired gate (compare_paired, judge_paired) is a non-inferiority test. Per
+prompt: did the lever change van's output, did the replicate? The measure is
 
-and with no second van run to measure the floor from, it asks for
-exact_match_rate >= min_exact_match_without_floor (1.0 by default: float32 on
-CPU is deterministic, so a lossless lever must match every output there).
+    d = P(lever changed it) - P(replicate changed it)
+      = P(lever changed, replicate not) - P(replicate changed, lever not),
+
+estimated from the discordant prompts on the same prompts (floor_only -
+lever_only) / n. The lever passes only when an upper one-sided (1 - alpha)
+confidence bound on d (Tango's score interval for paired proportions, 1998)
+lies below cfg.noninferiority_margin: a pass is evidence that the lever changes
+at most that many more outputs than van's rerun does, not absence of evidence
+against it. Where the replicate matched van on every prompt (a deterministic
+engine, e.g. float32 on the CPU) any output the lever changed fails it, however
+small the share. Fewer than cfg.min_prompts prompts, or too few for even a lever
+identical to van to pass at the floor's discordance (prompts_needed), is
+no_reference; a bound above the margin otherwise fails. Neither is ever a pass.
+
+The margin is 10 points (vocab/schema.py, EquivalenceConfig): van's own rerun
+on an H200 changes 32-65% of greedy bf16 outputs over 1,024 tokens and that
+share moves by about ten points from run to run (58-68% matched on one corpus),
+so a lever within ten points of its session's floor changes outputs no more
+than rerunning van does; five points would need ~540 prompts for an identical
+lever to be able to pass at ~50% discordance, ten need 136 (prompts_needed), and
+25 on a deterministic floor (min_prompts).
+analysis/equivalence_power.py measures the gate's pass and catch rates by
+simulation (`python -m analysis.equivalence_power`).
+
+With no second van run to measure the floor from (judge, floor None), the gate
+asks for exact_match_rate >= min_exact_match_without_floor (1.0 by default:
+float32 on CPU is deterministic, so a lossless lever must match every output
+there). judge's unpaired rule with a floor (exact_match_rate >= the floor's -
+max_exact_match_drop) is absence of evidence, kept for callers holding two
+unpaired comparisons; grid/verdicts.py judges every lever that has a replicate
+by the paired gate.
 
 Levers that change outputs on purpose (W4A4) cannot be judged by exact match.
 For them the gate uses a logprob probe (workers/probe.py): after its measured
@@ -118,9 +148,10 @@ class Paired:
     n_prompts          prompts all three runs answered (both-empty ones left out)
     lever_matches      prompts where the lever's output equals van's
     floor_matches      prompts where van's replicate equals van's
-    floor_only         discordant: the replicate matches van, the lever does not
-    lever_only         discordant: the lever matches van, the replicate does not
-    p_value            exact one-sided McNemar: P(X >= floor_only), X ~ Binomial(floor_only + lever_only, 1/2)
+    floor_only         discordant: the replicate matches van, the lever does not (the lever changed it)
+    lever_only         discordant: the lever matches van, the replicate does not (the replicate changed it)
+    p_value            exact one-sided McNemar: P(X >= floor_only), X ~ Binomial(floor_only + lever_only,
+                       1/2); reported beside the verdict, which it no longer decides (module doc)
     lever_prefix_share / floor_prefix_share
                        median over prompts of the share of van's output matched before the first
                        divergence (1.0 when equal): the continuous measure beside the test
@@ -135,12 +166,112 @@ class Paired:
     lever_prefix_share: float | None
     floor_prefix_share: float | None
 
+    @property
+    def excess_changed_share(self) -> float:
+        """d estimated: share of prompts the lever changed minus share van's replicate changed (NaN: none)."""
+        return (self.floor_only - self.lever_only) / self.n_prompts if self.n_prompts else math.nan
+
+    @property
+    def discordant_share(self) -> float:
+        """Share of prompts where exactly one of lever and replicate matches van (NaN: none)."""
+        return (self.floor_only + self.lever_only) / self.n_prompts if self.n_prompts else math.nan
+
 
 def binomial_tail(k: int, n: int) -> float:
     """P(X >= k) for X ~ Binomial(n, 1/2), exactly."""
     if n == 0:
         return 1.0
     return sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n
+
+
+def tango_score(
+    changed_by_lever_only: float, changed_by_floor_only: float, n_prompts: int, d: float
+) -> float:
+    """Tango's score statistic for H0: P(lever only changed) - P(replicate only changed) = d.
+
+    Tango (1998), "Equivalence test and confidence interval for the difference
+    in proportions for the paired-sample design", Statistics in Medicine 17:891-908:
+
+        Z(d) = (b - c - n d) / sqrt(n (2 q + d (1 - d)))
+
+    with b, c the two discordant counts and q the maximum-likelihood estimate of
+    P(replicate only changed) under H0, the root of a quadratic (A q^2 + B q + C = 0).
+    The variance is taken under H0 rather than at the estimate (Wald), which is
+    what keeps the interval's coverage near nominal at small n and with no or few
+    discordant prompts. Counts may be fractional (prompts_needed's expected counts).
+    Decreasing in d.
+    """
+    b, c, n = changed_by_lever_only, changed_by_floor_only, n_prompts
+    a_coef = 2.0 * n
+    b_coef = -b - c + (2.0 * n - b + c) * d
+    c_coef = -c * d * (1.0 - d)
+    q = (math.sqrt(max(b_coef * b_coef - 4.0 * a_coef * c_coef, 0.0)) - b_coef) / (2.0 * a_coef)
+    variance = n * (2.0 * q + d * (1.0 - d))
+    numerator = b - c - n * d
+    if variance <= 0.0:
+        # Only at d = +-1, where every prompt is discordant one way: the data either
+        # are exactly that (Z = 0) or rule it out entirely.
+        return 0.0 if numerator == 0.0 else math.copysign(math.inf, numerator)
+    return numerator / math.sqrt(variance)
+
+
+def excess_changed_upper_bound(
+    changed_by_lever_only: float, changed_by_floor_only: float, n_prompts: int, alpha: float
+) -> float:
+    """Upper one-sided (1 - alpha) bound on d (module doc): the largest d Tango's score test keeps.
+
+    Found by bisection on [d estimated, 1] (Z is decreasing in d and 0 at the
+    estimate) to 1e-12; NaN with no prompts.
+    """
+    if n_prompts <= 0:
+        return math.nan
+    z_alpha = statistics.NormalDist().inv_cdf(1.0 - alpha)
+    low = (changed_by_lever_only - changed_by_floor_only) / n_prompts
+    high = 1.0
+    if tango_score(changed_by_lever_only, changed_by_floor_only, n_prompts, high) >= -z_alpha:
+        return high
+    while high - low > 1e-12:
+        middle = (low + high) / 2.0
+        if tango_score(changed_by_lever_only, changed_by_floor_only, n_prompts, middle) >= -z_alpha:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+def excess_changed_lower_bound(
+    changed_by_lever_only: float, changed_by_floor_only: float, n_prompts: int, alpha: float
+) -> float:
+    """Lower one-sided (1 - alpha) bound on d: the upper bound with the two runs' roles swapped."""
+    return -excess_changed_upper_bound(changed_by_floor_only, changed_by_lever_only, n_prompts, alpha)
+
+
+def prompts_needed(discordant_share: float, margin: float, alpha: float, most: int = 1_000_000) -> int:
+    """Fewest prompts at which a lever identical to van (d estimated 0) passes the bound.
+
+    An identical lever is discordant with the replicate on about `discordant_share`
+    of prompts, half each way; the bound then shrinks as 1/sqrt(n) (for a share
+    above 0) or as 1/n (for none: z^2 / (n + z^2)). The bound is monotone in n,
+    so a bisection over n finds the first that passes. `most` when none up to it does.
+    """
+
+    def passes(n: int) -> bool:
+        half = discordant_share * n / 2.0
+        return excess_changed_upper_bound(half, half, n, alpha) < margin
+
+    # Doubling, then bisection: a few dozen bounds whatever the answer.
+    low, high = 0, 1
+    while not passes(high):
+        if high >= most:
+            return most
+        low, high = high, min(2 * high, most)
+    while high - low > 1:  # passes(high), not passes(low)
+        middle = (low + high) // 2
+        if passes(middle):
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def prefix_share(reference: str, candidate: str) -> float:
@@ -177,31 +308,79 @@ def compare_paired(
     )
 
 
-def judge_paired(paired: Paired, cfg: EquivalenceConfig) -> Verdict:
-    """PASS unless the lever agrees with van significantly less often than van agrees with itself.
+def paired_from_counts(
+    n_prompts: int, changed_by_lever_only: int, changed_by_floor_only: int, changed_by_both: int
+) -> Paired:
+    """The Paired figures from counts alone (no texts, no prefix shares): for simulation and tests."""
+    lever_changed = changed_by_lever_only + changed_by_both
+    floor_changed = changed_by_floor_only + changed_by_both
+    return Paired(
+        n_prompts,
+        n_prompts - lever_changed,
+        n_prompts - floor_changed,
+        changed_by_lever_only,
+        changed_by_floor_only,
+        binomial_tail(changed_by_lever_only, changed_by_lever_only + changed_by_floor_only),
+        None,
+        None,
+    )
 
-    Exact McNemar on the discordant prompts, one-sided at cfg.alpha. Where van's
-    replicate matched van on every prompt (a deterministic engine, e.g. float32
-    on the CPU), any prompt the lever changed is a difference no noise explains,
-    so it fails. Fewer than cfg.min_prompts prompts in common: no evidence
-    either way (NO_REFERENCE, which never counts as a pass).
+
+def _points(share: float) -> str:
+    """A share as signed percentage points, for verdict reasons."""
+    return f"{100.0 * share:+.1f} points"
+
+
+def judge_paired(paired: Paired, cfg: EquivalenceConfig) -> Verdict:
+    """PASS only when the lever is shown to change at most the margin more outputs than van's rerun does.
+
+    In order (module doc): fewer than cfg.min_prompts prompts in common is
+    NO_REFERENCE; on a deterministic floor (the replicate matched van on every
+    prompt) any output the lever changed FAILs; an upper one-sided (1 - cfg.alpha)
+    Tango bound on d below the margin PASSes. Otherwise the bound did not clear
+    the margin: NO_REFERENCE when even a lever identical to van could not have
+    cleared it with these prompts at this discordance and the lever is not
+    significantly worse than the replicate (too few prompts to tell), else FAIL.
     """
-    if paired.n_prompts < cfg.min_prompts:
+    n = paired.n_prompts
+    if n < cfg.min_prompts:
         return Verdict(
             NO_REFERENCE,
-            f"{paired.n_prompts} prompts in common with van and its replicate; the paired test needs "
-            f">= {cfg.min_prompts} (gates.equivalence.min_prompts)",
+            f"{n} prompts in common with van and its replicate; the paired gate needs "
+            f">= {cfg.min_prompts} (gates.equivalence.min_prompts: below it no lever identical to van "
+            f"can clear the margin of {100 * cfg.noninferiority_margin:.0f} points)",
         )
-    deterministic = paired.floor_matches == paired.n_prompts
-    failed = paired.p_value < cfg.alpha or (deterministic and paired.floor_only > 0)
     figures = (
-        f"lever = van on {paired.lever_matches}/{paired.n_prompts}, replicate = van on "
-        f"{paired.floor_matches}/{paired.n_prompts}; discordant {paired.floor_only} against the lever, "
-        f"{paired.lever_only} for it, McNemar p = {paired.p_value:.3g}"
+        f"lever = van on {paired.lever_matches}/{n}, replicate = van on {paired.floor_matches}/{n}; "
+        f"discordant {paired.floor_only} against the lever, {paired.lever_only} for it "
+        f"(McNemar p = {paired.p_value:.3g})"
     )
-    if deterministic and paired.floor_only > 0:
+    if paired.floor_matches == n and paired.floor_only > 0:
         return Verdict(FAIL, f"{figures}; van is deterministic here, so every changed output is the lever's")
-    return Verdict(FAIL if failed else PASS, f"{figures} ({'<' if failed else '>='} {cfg.alpha})")
+    upper = excess_changed_upper_bound(paired.floor_only, paired.lever_only, n, cfg.alpha)
+    bound = (
+        f"{figures}; d = share changed by the lever - by the replicate = "
+        f"{_points(paired.excess_changed_share)}, {1 - cfg.alpha:.0%} upper bound {_points(upper)}"
+    )
+    margin = f"margin {100 * cfg.noninferiority_margin:.1f} points (gates.equivalence.noninferiority_margin)"
+    if upper < cfg.noninferiority_margin:
+        return Verdict(PASS, f"{bound} < {margin}")
+    half = (paired.floor_only + paired.lever_only) / 2.0
+    identical_could_pass = excess_changed_upper_bound(half, half, n, cfg.alpha) < cfg.noninferiority_margin
+    lower = excess_changed_lower_bound(paired.floor_only, paired.lever_only, n, cfg.alpha)
+    if not identical_could_pass and lower <= 0.0:
+        needed = prompts_needed(paired.discordant_share, cfg.noninferiority_margin, cfg.alpha)
+        return Verdict(
+            NO_REFERENCE,
+            f"{bound} >= {margin}; too few prompts to tell: at {paired.discordant_share:.0%} discordant, "
+            f"even a lever identical to van needs >= {needed} prompts to clear the margin",
+        )
+    if lower > 0.0:
+        return Verdict(
+            FAIL,
+            f"{bound} >= {margin}: it changes more outputs than van's rerun (lower bound {_points(lower)})",
+        )
+    return Verdict(FAIL, f"{bound} >= {margin}: not shown to change outputs no more often than van's rerun")
 
 
 # Per position: token -> logprob for the run's top k tokens (token ids or strings).

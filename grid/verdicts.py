@@ -14,12 +14,13 @@ older than the checksums, damaged past its footer) gets `no_reference` with a
 reason that names the file, and the frame's attrs["left_out"] lists every
 attempt left out, one line each.
 
-Lossless levers are judged by a paired test against that replicate
-(analysis/equivalence.py: judge_paired, exact McNemar on discordant prompts);
-without a replicate, by exact match against a fixed rate (judge). Levers that
-change outputs on purpose (lever.quantized, from the lever's config, never
-from the verdict rows) by the logprob probe's top-k agreement and KL against
-van (judge_distribution). Every row reports the probe's figures when both
+Lossless levers are judged by a paired non-inferiority test against that
+replicate (analysis/equivalence.py: judge_paired: the upper bound on how many
+more outputs the lever changes than the replicate does must lie below
+gates.equivalence.noninferiority_margin); without a replicate, by exact match
+against a fixed rate (judge). Levers that change outputs on purpose
+(lever.quantized, from the lever's config, never from the verdict rows) by the
+logprob probe's top-k agreement and KL against van (judge_distribution). Every row reports the probe's figures when both
 cells ran it.
 """
 
@@ -39,6 +40,7 @@ from analysis.equivalence import (
     compare,
     compare_distributions,
     compare_paired,
+    excess_changed_upper_bound,
     judge,
     judge_distribution,
     judge_paired,
@@ -61,11 +63,15 @@ VERDICT_COLUMNS = [
     "exact_match_rate",
     "noise_floor_exact_match_rate",
     "first_divergence_chars_median",
-    # The paired test (judge_paired): van's replicate, discordant prompts, McNemar p.
+    # The paired test (judge_paired): van's replicate, discordant prompts, McNemar p
+    # (reported, not deciding), the lever's excess changed share of prompts over the
+    # replicate's and its upper bound, which decides against the margin.
     "floor_cell_key",
     "discordant_against_lever",
     "discordant_for_lever",
     "mcnemar_p",
+    "excess_changed_share",
+    "excess_changed_share_upper",
     "lever_prefix_share_median",
     "floor_prefix_share_median",
     "probe_positions",
@@ -231,6 +237,14 @@ def verdicts(root: Path, session_id: str, cfg: EquivalenceConfig) -> pd.DataFram
                     "discordant_against_lever": paired.floor_only if paired else None,
                     "discordant_for_lever": paired.lever_only if paired else None,
                     "mcnemar_p": paired.p_value if paired else None,
+                    "excess_changed_share": paired.excess_changed_share if paired else None,
+                    "excess_changed_share_upper": (
+                        excess_changed_upper_bound(
+                            paired.floor_only, paired.lever_only, paired.n_prompts, cfg.alpha
+                        )
+                        if paired
+                        else None
+                    ),
                     "lever_prefix_share_median": paired.lever_prefix_share if paired else None,
                     "floor_prefix_share_median": paired.floor_prefix_share if paired else None,
                     "n_prompts": paired.n_prompts if paired else lever.n_prompts,
@@ -258,6 +272,7 @@ def write_verdicts(root: Path, session_id: str, cfg: EquivalenceConfig) -> pd.Da
     if not frame.empty:
         floats = (
             "topk_agreement", "kl_nats", "noise_floor_kl_nats", "mcnemar_p",
+            "excess_changed_share", "excess_changed_share_upper",
             "lever_prefix_share_median", "floor_prefix_share_median",
         )  # fmt: skip
         ints = ("n_prompts", "probe_positions", "discordant_against_lever", "discordant_for_lever")

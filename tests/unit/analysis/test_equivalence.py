@@ -8,10 +8,16 @@ from analysis.equivalence import (
     PASS,
     compare,
     compare_distributions,
+    compare_paired,
+    excess_changed_lower_bound,
+    excess_changed_upper_bound,
     first_divergence,
     judge,
     judge_distribution,
+    judge_paired,
     kl_estimate,
+    paired_from_counts,
+    prompts_needed,
     topk_agreement,
 )
 from vocab.schema import EquivalenceConfig
@@ -105,3 +111,94 @@ def test_empty_outputs_are_no_evidence_of_equivalence():
     # A non-empty candidate against an empty reference is a real difference.
     one_side = compare({0: "", 1: "x"}, {0: "y", 1: "x"})
     assert (one_side.n_prompts, one_side.n_exact, one_side.n_both_empty) == (2, 1, 0)
+
+
+# The paired non-inferiority gate (judge_paired). Counts: prompts, changed by the lever only,
+# by the replicate only, by both.
+GATE = EquivalenceConfig()
+Z95 = 1.6448536269514722
+
+
+def test_the_bound_with_no_discordant_prompt_is_z_squared_over_n_plus_z_squared():
+    # Tango's score with b = c = 0 solves n d / sqrt(n d (1 - d)) = z: d = z^2 / (n + z^2).
+    for n in (4, 25, 160):
+        assert excess_changed_upper_bound(0, 0, n, 0.05) == pytest.approx(Z95**2 / (n + Z95**2), abs=1e-9)
+
+
+def test_the_bound_approaches_the_normal_one_with_many_prompts_and_swaps_for_the_lower():
+    # 10,000 prompts, 10% discordant each way: d = 0 with standard error sqrt(0.2 / n).
+    assert excess_changed_upper_bound(1000, 1000, 10_000, 0.05) == pytest.approx(
+        Z95 * (0.2 / 10_000) ** 0.5, rel=1e-3
+    )
+    upper = excess_changed_upper_bound(30, 10, 100, 0.05)
+    assert 0.2 < upper < 0.35  # d estimated 0.2
+    assert excess_changed_lower_bound(10, 30, 100, 0.05) == pytest.approx(-upper)
+    # A lower confidence makes a tighter bound.
+    assert excess_changed_upper_bound(30, 10, 100, 0.2) < upper
+
+
+def test_a_lever_above_the_margin_fails_even_where_mcnemar_does_not_reject():
+    # 160 prompts: the lever changed 40 the replicate kept, the replicate 30 the lever kept.
+    paired = paired_from_counts(160, 40, 30, 0)
+    assert paired.p_value > 0.05  # the old gate (McNemar at alpha 0.05) passed this lever
+    assert paired.excess_changed_share == pytest.approx(10 / 160)
+    verdict = judge_paired(paired, GATE)
+    assert verdict.verdict == FAIL, verdict.reason
+    assert "upper bound +14.8 points >= margin 10.0 points" in verdict.reason
+    # The same counts pass under a wider margin: the bound, not the test, decides.
+    assert judge_paired(paired, EquivalenceConfig(noninferiority_margin=0.15)).verdict == PASS
+
+
+def test_a_lever_clearly_worse_than_the_floor_fails_with_few_prompts_too():
+    # 60 prompts at a noisy floor would be no_reference for an identical lever, but this one
+    # changed 25 outputs the replicate kept against 3: its lower bound is above 0.
+    verdict = judge_paired(paired_from_counts(60, 25, 3, 10), GATE)
+    assert verdict.verdict == FAIL and "changes more outputs than van's rerun" in verdict.reason
+
+
+def test_a_lever_identical_to_van_passes_with_enough_prompts():
+    # The H200 tune's own figures (docs/benchmarks/2026-12-01-h200-tune.md): 160 prompts,
+    # 16 discordant against suffix, 17 for it, 87 changed by both runs.
+    tune = judge_paired(paired_from_counts(160, 16, 17, 87), GATE)
+    assert tune.verdict == PASS, tune.reason
+    # Half the prompts discordant (runs independent at the H200's 48%): 320 prompts suffice...
+    assert judge_paired(paired_from_counts(320, 80, 80, 40), GATE).verdict == PASS
+    # ...80 do not: too few to tell, which is no_reference with the count that would do.
+    few = judge_paired(paired_from_counts(80, 20, 20, 10), GATE)
+    assert few.verdict == NO_REFERENCE and "needs >= 136 prompts" in few.reason, few.reason
+
+
+def test_too_few_prompts_are_no_reference_and_min_prompts_is_where_identical_can_first_pass():
+    assert GATE.min_prompts == prompts_needed(0.0, GATE.noninferiority_margin, GATE.alpha) == 25
+    # Below it not even 24 identical outputs on a deterministic floor clear the margin.
+    assert excess_changed_upper_bound(0, 0, 24, GATE.alpha) >= GATE.noninferiority_margin
+    verdict = judge_paired(paired_from_counts(24, 0, 0, 0), GATE)
+    assert verdict.verdict == NO_REFERENCE and "needs >= 25" in verdict.reason
+    assert judge_paired(paired_from_counts(25, 0, 0, 0), GATE).verdict == PASS
+    # At a noisier floor identical levers need more (the normal approximation: q z^2 / margin^2).
+    assert prompts_needed(0.5, 0.10, 0.05) == pytest.approx(0.5 * Z95**2 / 0.10**2, rel=0.05)
+    assert prompts_needed(0.5, 0.05, 0.05) > 4 * prompts_needed(0.5, 0.10, 0.05) - 10
+
+
+def test_a_deterministic_floor_fails_any_changed_output():
+    # 1 changed of 1,000: the bound alone would pass it; no noise explains it, so it fails.
+    paired = paired_from_counts(1000, 1, 0, 0)
+    assert excess_changed_upper_bound(1, 0, 1000, GATE.alpha) < GATE.noninferiority_margin
+    verdict = judge_paired(paired, GATE)
+    assert verdict.verdict == FAIL and "deterministic" in verdict.reason
+    # One prompt the replicate also changed makes the floor noisy: then the bound decides.
+    assert judge_paired(paired_from_counts(1000, 1, 0, 1), GATE).verdict == PASS
+
+
+def test_paired_counts_from_texts():
+    van = {i: f"v{i}" for i in range(6)}
+    lever = {**van, 0: "x", 1: "x", 2: "x"}
+    floor = {**van, 2: "y", 3: "y"}
+    paired = compare_paired(van, lever, floor)
+    assert (paired.n_prompts, paired.floor_only, paired.lever_only) == (6, 2, 1)
+    counted = paired_from_counts(6, 2, 1, 1)  # the lever changed 0, 1 alone, the replicate 3, both 2
+    figures = ("n_prompts", "lever_matches", "floor_matches", "floor_only", "lever_only", "p_value")
+    assert [getattr(paired, f) for f in figures] == [getattr(counted, f) for f in figures]
+    assert (paired.lever_matches, paired.floor_matches) == (3, 4)
+    assert paired.excess_changed_share == pytest.approx(1 / 6)
+    assert paired.discordant_share == pytest.approx(3 / 6)

@@ -11,8 +11,9 @@ from workers.load import RequestRecord
 from workers.probe import ProbeRow
 
 VAN = ["def f():\n    return 1", "x = 2", "print('hi')", "for i in range(3): pass"]
-# These stores hold 4 prompts; the paired test's minimum is lowered to match.
-FEW = EquivalenceConfig(min_prompts=4)
+# These stores hold 4 prompts; the paired gate's minimum is lowered to match, and its margin
+# widened so that 4 identical outputs can pass (their upper bound is z^2 / (4 + z^2) = 0.40).
+FEW = EquivalenceConfig(min_prompts=4, noninferiority_margin=0.5)
 
 
 def put(
@@ -128,6 +129,7 @@ def test_a_lever_as_noisy_as_van_itself_passes_on_gpus(tmp_path):
     assert row["verdict"] == "pass", row["reason"]
     assert row["floor_cell_key"] == "replicate" and row["n_prompts"] == 60
     assert row["discordant_against_lever"] == 5 and row["discordant_for_lever"] == 5
+    assert row["excess_changed_share"] == 0.0 and row["excess_changed_share_upper"] < 0.10
     # The old unpaired rule needed 100% without a floor: it would have failed this lever.
     assert row["exact_match_rate"] < 1.0
 
@@ -136,6 +138,7 @@ def test_a_lever_that_changes_far_more_outputs_than_van_does_fails(tmp_path):
     row = paired_store(tmp_path, *bf16_runs(floor_changed=5, lever_changed=30, overlap=5))
     assert row["verdict"] == "fail", row["reason"]
     assert row["discordant_against_lever"] == 25 and row["mcnemar_p"] < 1e-6
+    assert row["excess_changed_share_upper"] > row["excess_changed_share"] == 25 / 60
     assert row["lever_prefix_share_median"] < row["floor_prefix_share_median"]
 
 
@@ -149,7 +152,7 @@ def test_on_a_deterministic_engine_one_changed_output_fails(tmp_path):
 def test_too_few_prompts_is_no_evidence(tmp_path):
     van = [f"answer {i}" for i in range(10)]
     row = paired_store(tmp_path, van, list(van), list(van))
-    assert row["verdict"] == "no_reference" and "needs >= 20" in row["reason"]
+    assert row["verdict"] == "no_reference" and "needs >= 25" in row["reason"]
 
 
 def test_repeats_are_judged_against_van_of_the_same_repeat(tmp_path):
