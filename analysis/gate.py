@@ -23,7 +23,8 @@ KEY = ["model", "lever", "k", "corpus"]
 
 
 def latest_verdicts(equivalence: pd.DataFrame | None) -> pd.DataFrame:
-    """The latest verdict (by session id) per (model, lever, K, corpus); within it, a paired one.
+    """The latest verdict per (model, lever, K, corpus) by `judged_at` (when it was reached; rows
+    written before it existed sort first, by session id); within one judgement, a paired one.
 
     With repeats, only repeat 0's prompts have a van replicate (grid/expand.py:
     van_replicates), so the other repeats' cells are judged without a noise
@@ -38,8 +39,17 @@ def latest_verdicts(equivalence: pd.DataFrame | None) -> pd.DataFrame:
         if "floor_cell_key" in equivalence.columns
         else pd.Series(False, index=equivalence.index)
     )
-    ordered = equivalence.assign(_paired=paired).sort_values(["session_id", "_paired"], kind="stable")
-    return ordered.groupby(KEY, dropna=False).tail(1).drop(columns="_paired")
+    # Session ids are names (tune stages, `session_id=` overrides), not times: "zz-old" sorts after
+    # "20261202T..." though judged first. Rows without a time sort first, by session id as before.
+    judged_at = (
+        equivalence["judged_at"].fillna("")
+        if "judged_at" in equivalence.columns
+        else pd.Series("", index=equivalence.index)
+    )
+    ordered = equivalence.assign(_at=judged_at, _paired=paired).sort_values(
+        ["_at", "session_id", "_paired"], kind="stable"
+    )
+    return ordered.groupby(KEY, dropna=False).tail(1).drop(columns=["_at", "_paired"])
 
 
 def parse_k_by_corpus(text: str) -> list[tuple[str, int]]:

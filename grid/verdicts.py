@@ -20,12 +20,13 @@ more outputs the lever changes than the replicate does must lie below
 gates.equivalence.noninferiority_margin); without a replicate, by exact match
 against a fixed rate (judge). Levers that change outputs on purpose
 (lever.quantized, from the lever's config, never from the verdict rows) by the
-logprob probe's top-k agreement and KL against van (judge_distribution). Every row reports the probe's figures when both
-cells ran it.
+logprob probe's top-k agreement and KL against van (judge_distribution). Every
+row reports the probe's figures when both cells ran it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -261,6 +262,9 @@ def verdicts(root: Path, session_id: str, cfg: EquivalenceConfig) -> pd.DataFram
             )
     frame = pd.DataFrame(found, columns=VERDICT_COLUMNS[1:])
     frame.insert(0, "session_id", session_id)
+    # When these verdicts were reached (UTC, ISO 8601: sorts as time): the latest verdict is chosen by
+    # it (analysis.gate.latest_verdicts), not by the session id, which a user may name as they like.
+    frame.insert(1, "judged_at", dt.datetime.now(dt.UTC).isoformat(timespec="microseconds"))
     # Attempts not judged or not used as a reference because a file is damaged, one line each.
     frame.attrs["left_out"] = left_out
     return frame

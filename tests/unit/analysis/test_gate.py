@@ -43,6 +43,21 @@ def test_the_latest_session_decides_and_van_needs_no_verdict():
     assert gate_problems(latest, "m", "van", [("chat", 0)]) == []
 
 
+def test_the_latest_verdict_is_chosen_by_when_it_was_reached_not_by_session_name():
+    # A session named by the user ("zz-first") was judged before a timestamped one: by name it
+    # sorted last and its fail stood (issue 26); by judged_at the later pass decides.
+    frame = pd.DataFrame(
+        [("zz-first", "2026-12-01T10:00:00.000000+00:00", "m", "suffix", 8, "chat", "fail"),
+         ("20261202T090000Z-a1b2c3", "2026-12-02T09:00:00.000000+00:00", "m", "suffix", 8, "chat", "pass")],
+        columns=["session_id", "judged_at", "model", "lever", "k", "corpus", "verdict"],
+    ).assign(reason="why")  # fmt: skip
+    assert gate_problems(latest_verdicts(frame), "m", "suffix", [("chat", 8)]) == []
+    assert gate_problems(latest_verdicts(frame.iloc[::-1]), "m", "suffix", [("chat", 8)]) == []
+    # Rows written before judged_at existed sort first, by session id among themselves.
+    older = frame.assign(judged_at=[None, "2026-12-02T09:00:00.000000+00:00"])
+    assert gate_problems(latest_verdicts(older), "m", "suffix", [("chat", 8)]) == []
+
+
 def test_a_fail_on_a_corpus_the_lever_is_not_scored_on_still_bans_it():
     latest = verdicts(("s1", "m", "bestkpad", 8, "mix", "pass"), ("s1", "m", "bestkpad", 8, "chat", "fail"))
     assert gate_problems(latest, "m", "bestkpad", [("mix", 8)]) == [

@@ -18,7 +18,7 @@ from grid.plan_report import plan_summary
 from vocab.errors import ConfigError
 from vocab.schema import CorpusSpec
 
-SMOKE_SENDS = 4 + 24  # warm-up + measured prompts of a smoke cell: a corpus of 28 is sent whole
+SMOKE_SENDS = 4 + 25  # warm-up + measured prompts of a smoke cell: a corpus of 29 is sent whole
 
 
 def word_tokenizer(folder, words):
@@ -40,7 +40,7 @@ def write_rows(path, rows):
 
 @pytest.fixture
 def inputs(tmp_path):
-    """tiny's folder with a tokenizer, and the smoke grid's two corpora, 28 prompts each (all sent)."""
+    """tiny's folder with a tokenizer, and the smoke grid's two corpora, 29 prompts each (all sent)."""
     model = tmp_path / "models" / "SmolLM2-135M-Instruct"
     model.mkdir(parents=True)
     (model / "config.json").write_text("{}")
@@ -100,7 +100,7 @@ def test_a_prompt_too_long_for_the_context_is_counted_exactly_and_named(inputs):
     assert len(lines) == 1
     line = lines[0]
     assert "corpus 'code_complete'" in line
-    assert "1 of 28 prompts do not fit model 'tiny'" in line
+    assert "1 of 29 prompts do not fit model 'tiny'" in line
     assert "prompt tokens + load.max_tokens 64 > engine.max_model_len 2,048" in line
     assert "1 of them sent by its cells" in line
     assert "the longest, 'cc5', has 3,000 tokens (counted with the tokenizer in" in line
@@ -113,7 +113,7 @@ def test_a_prompt_that_fits_exactly_is_not_counted(inputs):
     long_prompt_corpus(inputs, 2048 - 64)
     assert not [w for w in plan_summary(overrides(inputs))["warnings"] if "do not fit" in w]
     long_prompt_corpus(inputs, 2048 - 64 + 1)
-    assert [w for w in plan_summary(overrides(inputs))["warnings"] if "1 of 28 prompts do not fit" in w]
+    assert [w for w in plan_summary(overrides(inputs))["warnings"] if "1 of 29 prompts do not fit" in w]
 
 
 def test_chat_prompts_are_counted_with_the_chat_template(inputs):
@@ -233,7 +233,7 @@ def test_plan_shows_bad_rows_skipped_and_stops_on_them_when_not_skipping(inputs)
     strict = plan_summary(overrides(inputs))
     assert [r["corpus"] for r in strict["corpora"] if r.get("error")] == ["code_complete"]
     assert any(
-        "code_complete.jsonl:29: bad corpus row: `prompt` must be a non-empty string" in w
+        f"code_complete.jsonl:{SMOKE_SENDS + 1}: bad corpus row: `prompt` must be a non-empty string" in w
         for w in strict["warnings"]
     )
     skipping = plan_summary(overrides(inputs, "+corpus.code_complete.skip_bad_rows=true"))
@@ -349,7 +349,7 @@ def test_every_problem_shows_at_once(inputs, no_launch):
     assert text.startswith("3 problems stop the run before any engine starts:")
     assert "paths.store /proc/forbidden cannot be written" in text
     assert "corpus 'chat_bench': corpus file" in text and "is binary" in text
-    assert "corpus 'code_complete'" in text and "1 of 28 prompts do not fit model 'tiny'" in text
+    assert "corpus 'code_complete'" in text and "1 of 29 prompts do not fit model 'tiny'" in text
 
 
 def test_config_problems_show_together_before_the_grid_is_expanded(inputs, no_launch):

@@ -48,7 +48,7 @@ def test_a_corpus_sharing_prompts_with_an_earlier_one_on_the_engine_stops_the_ru
     reused = {row.corpus: row.reuse for row in audit}
     assert reused["a"].total == 0
     assert reused["mix"].in_earlier_corpus > 0
-    with pytest.raises(ConfigError, match=r"tiny/van/mix/r0: \d+ of 24 measured prompts were already sent"):
+    with pytest.raises(ConfigError, match=r"tiny/van/mix/r0: \d+ of 25 measured prompts were already sent"):
         check_no_repeats(audit)
     # A fresh engine per corpus: the same corpora audit clean.
     check_no_repeats(
@@ -61,7 +61,7 @@ def test_a_corpus_too_small_is_named_with_its_size(tmp_path):
     small = write_corpus(tmp_path, "small", [f"s{i}" for i in range(20)])
     audit = audit_groups(groups_for(tmp_path, [a, small]), tmp_path, probe_count=0)
     with pytest.raises(
-        ConfigError, match=r"corpus 'small' has 20 distinct prompts but a cell sends 4 warm-up \+ 24"
+        ConfigError, match=r"corpus 'small' has 20 distinct prompts but a cell sends 4 warm-up \+ 25"
     ):
         check_no_repeats(audit)
     rows = {r["corpus"]: r for r in corpus_rows(audit)}
