@@ -55,9 +55,10 @@ CORPORA = ["code_complete", "chat_bench"]
 def replayed(tmp_path_factory):
     store = tmp_path_factory.mktemp("tune") / "store"
     rebuild_store(store)
+    # As recorded: unpaired stages, and the CPU load's 24 prompts of the time (25 since 2026-12-02).
+    grid = f'grid_overrides=["paths.store={store}","grid.repeats=3","load.num_prompts=24"]'
     cfg = compose_tune(
-        ["model=tiny", "paired_stages=false",
-         f'grid_overrides=["paths.store={store}","grid.repeats=3"]', "sweep_ks=[4,8]",
+        ["model=tiny", "paired_stages=false", grid, "sweep_ks=[4,8]",
          "stages=[van,suffix,kpad,best_k,confirm]", f"out_dir={store.parent}"]
     )  # fmt: skip
     tune = Tune(cfg, load_spec(ModelSpec, "tiny"), "replay", Console(quiet=True), replay=True)

@@ -84,7 +84,7 @@ def test_tune_reads_models_corpora_and_experiments_from_the_user_folder(user_con
     probe = Tune(cfg, ModelSpec(name="mymodel", path="x"), "t", None, replay=True)
     model = probe.catalog.load(ModelSpec, "mymodel")
     assert model.path == "/models/mymodel"
-    keys = Tune(cfg, model, "t", None, replay=True).stage("van", "grid.levers=[van]")
+    keys = Tune(cfg, model, "t", None, replay=True).stage("van", {"van": []})
     assert keys
 
 
