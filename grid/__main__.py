@@ -66,7 +66,10 @@ def main(argv: list[str]) -> int:
             render(latest_cells(store_path(paths.store, paths.get("store_options"))))
             return 0
     except GridError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        from store.fs import redact  # pyarrow: only on this path, not for every command's start
+
+        # The last stop before the terminal: no message shows a store URL's credentials.
+        print(f"error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         # Before any launch (a run's launch handles its own signals): nothing to stop or record.

@@ -23,13 +23,14 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import pyarrow.fs as pafs
 
@@ -38,6 +39,18 @@ READ_ATTEMPTS = 3
 READ_RETRY_S = 0.2
 # Keys of paths.store_options that would put a secret into the config (and so the session record).
 SECRET_OPTIONS = ("access_key", "secret_key", "session_token")
+# Words that make a store option or a URL query key a secret (access_key, secret_key,
+# session_token, X-Amz-Signature, password, ...): such a value is refused and never printed.
+SECRET_WORDS = ("secret", "token", "password", "passwd", "key", "credential", "signature")
+# Schemes whose bucket names hold no ':' or '@': there, `scheme://word:...@` is always an access key
+# and its secret, refused even where the secret holds a '/' (AWS secrets do), which splits the URL
+# where urlsplit would look for the host; other schemes are refused on urlsplit's password.
+_BUCKET_SCHEMES = ("s3", "s3a", "s3n", "gs", "gcs")
+# User info, for redaction: `word:anything@` after any scheme (a '/' in a password is a typing
+# mistake elsewhere, but its secret is still one), or `user@` before the first '/'.
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?:[^/\s@:'\"]*:[^\s@'\"]*|[^/\s@'\"?#]+)@")
+_QUERY_ITEM = re.compile(r"(?P<sep>[?&;])(?P<key>[^=&;#\s'\"]+)=(?P<value>[^&;#\s'\"]*)")
+_OPTION_ITEM = re.compile(r"(?P<key>store_options\.[\w-]+)=(?P<value>[^\s'\"]*)")
 # S3FileSystem options that arrive from the config as strings.
 _S3_INT_OPTIONS = ("connect_timeout", "request_timeout")
 _S3_BOOL_OPTIONS = ("allow_bucket_creation", "background_writes", "force_virtual_addressing")
@@ -45,6 +58,62 @@ _S3_BOOL_OPTIONS = ("allow_bucket_creation", "background_writes", "force_virtual
 
 class StoreError(ValueError):
     """A store URL or option that cannot be used."""
+
+
+def is_secret_key(name: str) -> bool:
+    """Whether a store option or URL query key names a credential (by SECRET_WORDS)."""
+    lowered = name.lower()
+    return lowered in SECRET_OPTIONS or any(word in lowered for word in SECRET_WORDS)
+
+
+def redact(text: str) -> str:
+    """`text` with every URL's user info and every secret-looking query or option value as `***`.
+
+    The one redaction every message and log that shows a store goes through (StorePath's str,
+    StoreError, grid's `error:` line): `s3://AKIA:abc/def@bucket/x?secret_key=s` reads
+    `s3://***@bucket/x?secret_key=***`. Over-redacting a URL whose path merely holds '@' after a
+    port (`hdfs://host:8020/a@b`) is the safe side.
+    """
+
+    def query(match: re.Match[str]) -> str:
+        if not is_secret_key(match["key"]):
+            return match[0]
+        return f"{match['sep']}{match['key']}=***"
+
+    def option(match: re.Match[str]) -> str:
+        return f"{match['key']}=***" if is_secret_key(match["key"].split(".", 1)[1]) else match[0]
+
+    text = _USERINFO.sub(lambda m: f"{m['scheme']}***@", text)
+    return _OPTION_ITEM.sub(option, _QUERY_ITEM.sub(query, text))
+
+
+def url_secret_problem(url: str, options: Mapping[str, Any] | None = None) -> str | None:
+    """Why `url` and `options` would put a credential into the config, or None; never echoes one.
+
+    The store URL and its options are written to the session record and shown in messages, so
+    user info (`s3://KEY:SECRET@bucket`), a secret in the query (`?secret_key=...`) and a secret
+    option are refused; credentials come from each node's environment instead.
+    """
+    where = (
+        "credentials come from the environment (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, "
+        "an instance role), never the config"
+    )
+    if secret := sorted(k for k in options or {} if is_secret_key(str(k))):
+        return f"paths.store_options may not hold {', '.join(secret)}: {where}"
+    if not is_url(url):
+        return None
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    userinfo = _USERINFO.match(url) is not None if scheme in _BUCKET_SCHEMES else parts.password is not None
+    if userinfo:
+        return (
+            f"paths.store {redact(url)} holds credentials before its '@'; give the URL without them "
+            f"(e.g. {scheme}://bucket/prefix): {where}"
+        )
+    if secret := sorted({k for k, _ in parse_qsl(parts.query, keep_blank_values=True) if is_secret_key(k)}):
+        named = ", ".join(secret)
+        return f"paths.store {redact(url)} holds {named} in its query; give the URL without it: {where}"
+    return None
 
 
 def is_url(value: str | os.PathLike[str]) -> bool:
@@ -80,23 +149,21 @@ def _s3_filesystem(options: Mapping[str, Any]) -> pafs.FileSystem:
 def make_filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple[pafs.FileSystem, str]:
     """pyarrow's filesystem for `url` and the base path in it; `options` configure S3 (never credentials)."""
     options = dict(options or {})
-    if secret := [k for k in options if k in SECRET_OPTIONS]:
-        raise StoreError(
-            f"paths.store_options may not hold {', '.join(secret)}: credentials come from the environment "
-            "(AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, an instance role), never the config"
-        )
+    if (secret := url_secret_problem(url, options)) is not None:
+        raise StoreError(secret)
     parts = urlsplit(url)
     if parts.scheme == "s3":
         base = (parts.netloc + parts.path).rstrip("/")
         if not parts.netloc:
-            raise StoreError(f"paths.store {url}: no bucket (s3://bucket/prefix)")
+            raise StoreError(f"paths.store {redact(url)}: no bucket (s3://bucket/prefix)")
         return _s3_filesystem(options), base
     if options:
         raise StoreError(f"paths.store_options apply to s3:// stores only, not {parts.scheme}://")
     try:
         filesystem, base = pafs.FileSystem.from_uri(url)
     except (ValueError, OSError) as exc:
-        raise StoreError(f"paths.store {url}: {exc}") from exc
+        # pyarrow's message may quote the URL whole.
+        raise StoreError(redact(f"paths.store {url}: {exc}")) from exc
     return filesystem, base.rstrip("/")
 
 
@@ -140,6 +207,10 @@ class Store:
 
     def options_dict(self) -> dict[str, Any]:
         return dict(self.options)
+
+    def __repr__(self) -> str:
+        # Options are left out: only where the store is belongs in a message.
+        return f"Store({redact(self.url)!r})"
 
     def full(self, key: str) -> str:
         return f"{self.base}/{key}" if key else self.base
@@ -212,7 +283,10 @@ class StorePath:
         return StorePath(self.store, f"{self.key}/{part}" if self.key else part)
 
     def __str__(self) -> str:
-        return f"{self.store.url}/{self.key}" if self.key else self.store.url
+        # What every message and log shows of a remote store (store/space.py, grid/preflight.py, run's
+        # "-> <store>" line): redacted, should a URL with credentials ever get this far.
+        text = f"{self.store.url}/{self.key}" if self.key else self.store.url
+        return redact(text)
 
     def __lt__(self, other: StorePath) -> bool:
         return str(self) < str(other)
