@@ -13,10 +13,11 @@ vocab/schema.py, `+key=value` included, and every name it gives must exist.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import re
-from collections.abc import Iterable
-from dataclasses import is_dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import MISSING, Field, asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
@@ -29,6 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from grid.catalog import CONF_DIR, GROUPS, KINDS, PLURAL, Catalog, activate, catalog_of, env_dirs, not_a_spec
+from store.fs import redact, url_secret_problem
 from vocab import schema
 from vocab.errors import ConfigError
 from vocab.paths import PROJECT_ROOT
@@ -51,7 +53,7 @@ def searchpath_dirs(overrides: list[str]) -> tuple[list[Path], list[str]]:
         try:
             value = OverridesParser.create().parse_overrides([item])[0].value()
         except HydraException as exc:
-            raise ConfigError(f"bad override '{item}': {str(exc).splitlines()[0]}") from exc
+            raise ConfigError(redact(f"bad override '{item}': {str(exc).splitlines()[0]}")) from exc
         for entry in value if isinstance(value, list) else [value]:
             text = str(entry)
             if text.startswith("file://"):
@@ -97,6 +99,7 @@ def compose_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR
     check_config(cfg, dirs)
     OmegaConf.set_readonly(cfg, True)
     activate(catalog_of(cfg))
+    check_force(cfg)
     return cfg
 
 
@@ -126,7 +129,163 @@ def check_config(cfg: DictConfig, dirs: list[Path]) -> None:
             "LEVER_GRID_CONF=/my/conf; name your folders there"
         )
     cfg.paths.user_conf = [str(d) for d in dirs]
-    check_names(cfg, catalog_of(cfg))
+    catalog = catalog_of(cfg)
+    check_names(cfg, catalog)
+    problems = value_problems(OmegaConf.to_container(cfg, resolve=True), schema.Config)
+    problems += spec_value_problems(cfg, catalog)
+    if (secret := url_secret_problem(cfg.paths.store, cfg.paths.store_options)) is not None:
+        problems.append(secret)
+    raise_all(problems)
+
+
+def raise_all(problems: list[str]) -> None:
+    """One ConfigError: the problem itself, or a count and one line each (as grid/preflight.py does)."""
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
+    if problems:
+        raise ConfigError(f"{len(problems)} problems in the config:\n  " + "\n  ".join(problems))
+
+
+# --- every value against its schema field's range, choices or emptiness (vocab/schema.py metadata) ---
+
+
+# How to set a field, given its dotted key, where `key=value` on the command line would not do.
+Fix = Callable[[str], str]
+
+
+def value_problems(value: Any, tp: Any, path: tuple[str, ...] = (), fix: Fix | None = None) -> list[str]:
+    """Every value of the composed `value` outside what its field of `tp` allows, one line each.
+
+    Generated from the schema: each field says its allowed values in its metadata (RANGE, CHOICES,
+    NONEMPTY; vocab/schema.py), so a field added with a range is checked here without more code.
+    `fix` says how to set a field when `key=value` on the command line would not (a spec's file).
+    """
+    problems: list[str] = []
+    if not (is_dataclass(tp) and isinstance(value, dict)):
+        return problems
+    hints = get_type_hints(tp)
+    for spec_field in fields(tp):
+        if spec_field.name not in value:
+            continue
+        item, hint, key = value[spec_field.name], hints[spec_field.name], (*path, spec_field.name)
+        for inner in nested_schemas(hint):
+            if isinstance(item, dict):
+                problems += value_problems(item, inner, key, fix)
+            elif isinstance(item, list):
+                for index, element in enumerate(item):
+                    problems += value_problems(element, inner, (*key, str(index)), fix)
+        problems += field_problems(spec_field, item, ".".join(key), fix)
+    return problems
+
+
+def nested_schemas(hint: Any) -> list[type]:
+    """The schema dataclasses a field holds: itself, or inside its list / dict / Optional."""
+    if is_dataclass(hint) and isinstance(hint, type):
+        return [hint]
+    return [tp for arg in get_args(hint) for tp in nested_schemas(arg)]
+
+
+def field_problems(spec_field: Field[Any], item: Any, key: str, fix: Fix | None) -> list[str]:
+    """What is wrong with one field's value by its metadata: range, choices, emptiness."""
+    meta, problems = spec_field.metadata, []
+    default = field_default(spec_field)
+
+    def how(where: str) -> str:
+        if fix is not None:
+            return fix(where)
+        return f"set {where}=<value>" + (f" (default {default})" if default else "")
+
+    if (allowed := meta.get(schema.RANGE)) is not None:
+        for where, number in numbers(item, key):
+            if not allowed.holds(number):
+                why = f" ({allowed.why})" if allowed.why else ""
+                problems.append(f"{where} must be {allowed.text()}, got {number}{why}; {how(where)}")
+    if (choices := meta.get(schema.CHOICES)) is not None and item is not None and item not in choices:
+        problems.append(f"{key} must be one of {', '.join(choices)}, got '{item}'; {how(key)}")
+    if meta.get(schema.NONEMPTY) and isinstance(item, str) and not item.strip():
+        problems.append(
+            f"{key} is empty ('{item}'); it must name a folder, file or URL (an empty one means the "
+            f"project's own folder); {how(key)}"
+        )
+    return problems
+
+
+def field_default(spec_field: Field[Any]) -> str:
+    """A field's default as a user would type it, or "" where there is none worth quoting."""
+    if spec_field.default is MISSING or spec_field.default in (None, schema.MISSING, ""):
+        return ""
+    return str(spec_field.default)
+
+
+def numbers(item: Any, key: str) -> Iterator[tuple[str, float]]:
+    """(key, number) for a number, each number of a list, each value of a dict (grid.ks.suffix)."""
+    if isinstance(item, bool) or item is None:
+        return
+    if isinstance(item, int | float):
+        yield key, item
+    elif isinstance(item, list):
+        for element in item:
+            yield from numbers(element, key)
+    elif isinstance(item, dict):
+        for name, element in item.items():
+            yield from numbers(element, f"{key}.{name}")
+
+
+def spec_value_problems(cfg: DictConfig, catalog: Catalog) -> list[str]:
+    """Range problems of every model, lever and corpus the grid names or the config gives."""
+    grid, problems = cfg.grid, []
+    named = {
+        "model": [*grid.models, grid.anchor.model],
+        "lever": [*grid.levers, grid.anchor.lever],
+        "corpus": [*grid.corpora, grid.anchor.corpus],
+    }
+    for kind, group in GROUPS.items():
+        for name in dict.fromkeys([*named[group], *cfg[group]]):
+            if name is None or name not in catalog.names(group):
+                continue  # a name that does not exist is check_names's to report
+            path = catalog.file(group, name)
+            where = f"set it in {path} or " if path is not None else ""
+
+            def fix(key: str, where: str = where) -> str:
+                return f"{where}give +{key}=<value>"
+
+            spec = asdict(catalog.load(kind, name))
+            problems += value_problems(spec, kind, (group, name), fix)
+    return problems
+
+
+def check_force(cfg: DictConfig) -> None:
+    """Every `run.force` entry starts some cell's key or label; one that starts none is a typo to name.
+
+    ledger.select forces the cells whose key or label starts with an entry, so an entry that matches
+    nothing would silently force nothing: say so, with the nearest labels (difflib).
+    """
+    if not cfg.run.force:
+        return
+    from grid.expand import expand, to_config  # expand imports the catalog, as this module does
+
+    cells = expand(to_config(cfg))
+    labels = sorted({prefix for cell in cells for prefix in label_prefixes(cell.label)})
+    keys = [cell.key for cell in cells]
+    problems = []
+    for entry in map(str, cfg.run.force):
+        if any(name.startswith(entry) for name in (*keys, *labels)):
+            continue
+        # Near labels only: a key is a hash, and a mistyped one has no neighbour worth naming.
+        near = difflib.get_close_matches(entry, labels, n=4, cutoff=0.5)
+        example = cells[0].label if cells else "model/lever/corpus/r0"
+        hint = f"near matches: {', '.join(near)}" if near else f"cells are labelled like {example}"
+        problems.append(
+            f"run.force entry '{entry}' starts no cell's key or label, so it would force nothing ({hint}); "
+            "give a cell key or a label prefix (`python -m grid plan` lists the grid), or drop it"
+        )
+    raise_all(problems)
+
+
+def label_prefixes(label: str) -> list[str]:
+    """`tiny/suffix-k8/chat/r0` and each shorter prefix at a '/': what an entry may name."""
+    parts = label.split("/")
+    return ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
 
 
 def check_spec_group_overrides(overrides: list[str], files: Catalog) -> None:
@@ -159,9 +318,12 @@ def composition_error(exc: Exception, files: Catalog) -> ConfigError:
         return ConfigError(BAD + problem)
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     first_line = "; ".join(lines[:2]) or type(exc).__name__
+    # Hydra quotes the override it could not read, which may be a store URL with a secret in it.
     return ConfigError(
-        f"bad config or override ({first_line}); "
-        f"check the names under {CONF_DIR} and the override syntax key=value"
+        redact(
+            f"bad config or override ({first_line}); "
+            f"check the names under {CONF_DIR} and the override syntax key=value"
+        )
     )
 
 

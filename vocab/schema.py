@@ -7,12 +7,106 @@ struct mode), not two hours into a run.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 # omegaconf.MISSING is this string; spelled here so that importing the schemas (every worker
 # does, for LoadSpec and the specs) loads neither omegaconf nor hydra (~16 MB of RSS).
 MISSING = "???"
+
+# Field metadata that grid/compose.py (check_values) walks before anything is launched, so each
+# field's allowed values are stated once, beside the field, and every command checks them the same
+# way: RANGE on every numeric field (tests/unit/vocab/test_schema_ranges.py fails on one without),
+# CHOICES on fields that take one of a few words, NONEMPTY on paths ("" would mean the checkout).
+RANGE = "range"
+CHOICES = "choices"
+NONEMPTY = "nonempty"
+
+
+@dataclass(frozen=True)
+class Range:
+    """The allowed values of a numeric field, or of each number in its list or dict; None = unbounded.
+
+    Every bound also excludes nan and the infinities: no setting here means "forever".
+    """
+
+    lo: float | None = None
+    hi: float | None = None
+    # True: the bound itself is out (`> 0` rather than `>= 0`).
+    lo_open: bool = False
+    hi_open: bool = False
+    # Why the range is what it is, quoted in the error.
+    why: str = ""
+
+    def holds(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        if self.lo is not None and (value <= self.lo if self.lo_open else value < self.lo):
+            return False
+        return self.hi is None or (value < self.hi if self.hi_open else value <= self.hi)
+
+    def text(self) -> str:
+        """`>= 1`, `> 0 and <= 1`: as the error says it."""
+        bounds = []
+        if self.lo is not None:
+            bounds.append(f"{'>' if self.lo_open else '>='} {number_text(self.lo)}")
+        if self.hi is not None:
+            bounds.append(f"{'<' if self.hi_open else '<='} {number_text(self.hi)}")
+        return " and ".join(bounds) or "a finite number"
+
+
+def number_text(value: float) -> str:
+    """1 for 1.0, 0.5 for 0.5, 4,096 for 4096: a bound as a user would type it."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
+def ranged(
+    default: float | None,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    why: str = "",
+) -> Any:
+    """A numeric field with its range (a list or dict of numbers: field(metadata=within(...)))."""
+    return field(default=default, metadata=within(lo, hi, lo_open=lo_open, hi_open=hi_open, why=why))
+
+
+def within(
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    why: str = "",
+) -> dict[str, Range]:
+    """The metadata that gives a field its Range."""
+    return {RANGE: Range(lo, hi, lo_open, hi_open, why)}
+
+
+def one_of(default: str | None, *choices: str) -> Any:
+    """A field that takes one of `choices` (None too where its type allows it)."""
+    return field(default=default, metadata={CHOICES: choices})
+
+
+def nonempty(default: str) -> Any:
+    """A path or name that may not be empty: `paths.store=` would put the store in the checkout."""
+    return field(default=default, metadata={NONEMPTY: True})
+
+
+# The client opens one socket per request in flight, all in one Python process at ~10 us of CPU per
+# streamed chunk (README, `make bench`): about 100,000 chunks/s. At a 3 ms decode step (van on the
+# H200) 4,096 streams would bring ~1.4 M chunks/s, 14x what it can read, so the client-CPU gate
+# fails long before; and the default limit on open files (1,024 per process) is below it on most
+# hosts. Past this a "concurrency" is a typo (99999999999999999999), not a load.
+MAX_CONCURRENCY = 4096
+K_WHY = "K is the number of draft tokens per step: K must be positive"
+# vLLM's --dtype choices.
+DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+# workers/traces.py FORMATS (the schema cannot import workers; tests/unit/vocab checks they agree).
+CORPUS_FORMATS = ("auto", "jsonl", "json", "parquet", "hf_disk")
 
 
 @dataclass
@@ -21,22 +115,23 @@ class ModelSpec:
 
     name: str = MISSING
     # Local path or hub id of the weights; this project downloads none.
-    path: str = MISSING
+    path: str = nonempty(MISSING)
     # Tokenizer path when it differs from `path` (e.g. dummy-weight models).
     tokenizer: str | None = None
-    params_b: float = 0.0
-    dtype: str = "auto"
+    # 0: not stated.
+    params_b: float = ranged(0.0, lo=0)
+    dtype: str = one_of("auto", *DTYPES)
     moe: bool = False
     # Tensor-parallel degree: GPUs per engine (1 on CPU).
-    tp: int = 1
+    tp: int = ranged(1, lo=1, why="tp is the GPUs one engine spans")
     # Path or id of an NVFP4 checkpoint for the w4a4 lever; None = no variant.
     quantized_variant: str | None = None
     # Name under which the server exposes the model (`--served-model-name`).
     served_name: str | None = None
     # Active parameters per token (MoE); equals params_b for dense models.
-    active_params_b: float | None = None
+    active_params_b: float | None = ranged(None, lo=0)
     # Expected output tok/s at the study's load, for `plan`'s cost model only.
-    expected_tok_per_s: float | None = None
+    expected_tok_per_s: float | None = ranged(None, lo=0, lo_open=True, why="plan divides by it")
     extra_args: list[str] = field(default_factory=list)
 
 
@@ -49,9 +144,9 @@ class LeverSpec:
     # Speculative method (vLLM `speculative_config.method`), None = no drafts.
     spec_method: str | None = None
     # K values this lever is swept over; empty for levers without a K.
-    ks: list[int] = field(default_factory=list)
+    ks: list[int] = field(default_factory=list, metadata=within(lo=1, why=K_WHY))
     # K values a runtime controller picks from (dynk); the launch uses max(K).
-    dynamic_ks: list[int] = field(default_factory=list)
+    dynamic_ks: list[int] = field(default_factory=list, metadata=within(lo=1, why=K_WHY))
     # Serve the model's quantised variant (ModelSpec.quantized_variant).
     quantized: bool = False
     # Entry-point name in `vllm.general_plugins` this lever needs loaded.
@@ -72,15 +167,15 @@ class CorpusSpec:
 
     name: str = MISSING
     # `chat` sends messages to /v1/chat/completions; `completions` a raw prompt.
-    endpoint: str = "chat"
+    endpoint: str = one_of("chat", "chat", "completions")
     source: str = ""
     license: str = ""
     # Relative paths resolve against `paths.data_dir`. A file (JSONL, Parquet)
     # or a folder written by Hugging Face `save_to_disk`.
-    path: str = MISSING
+    path: str = nonempty(MISSING)
     # auto (from the path: folder = hf_disk, .parquet = parquet, else jsonl),
     # jsonl, parquet or hf_disk. Row shapes: workers/traces.py.
-    format: str = "auto"
+    format: str = one_of("auto", *CORPUS_FORMATS)
     # Leave out rows that cannot be read and count them in the results,
     # instead of failing on the first one.
     skip_bad_rows: bool = False
@@ -90,15 +185,22 @@ class CorpusSpec:
 class LoadSpec:
     """How the client drives the engine for one cell."""
 
-    concurrency: int = 32
-    max_tokens: int = 8192
+    concurrency: int = ranged(
+        32,
+        lo=1,
+        hi=MAX_CONCURRENCY,
+        why="one socket per request in flight, all in one client process: see MAX_CONCURRENCY",
+    )
+    max_tokens: int = ranged(8192, lo=1)
     # Prompts per measured run, distinct and new to the engine: a corpus with
     # fewer than warmup_requests + num_prompts distinct prompts stops the run
     # before launch (see allow_repeats; grid.num_prompts sizes it per corpus).
-    num_prompts: int = 256
-    warmup_requests: int = 32
-    temperature: float = 0.0
-    seed: int = 0
+    num_prompts: int = ranged(256, lo=1)
+    warmup_requests: int = ranged(32, lo=0)
+    temperature: float = ranged(
+        0.0, lo=0, why="vLLM answers a negative temperature with HTTP 400, so every request would fail"
+    )
+    seed: int = ranged(0, lo=0, hi=2**31 - 1, why="stored with every cell in an integer column")
     # Sent as `ignore_eos`, so every request generates exactly max_tokens.
     ignore_eos: bool = False
     # Measure even when prompts repeat (a corpus too small, repeats on one
@@ -106,7 +208,7 @@ class LoadSpec:
     # requests reused a prompt its engine had served (prompts_reused*). Not in
     # the cell key: where nothing repeats, the measurement is the same either way.
     allow_repeats: bool = False
-    request_timeout_s: float = 600.0
+    request_timeout_s: float = ranged(600.0, lo=0, lo_open=True)
     # Ask vLLM for each chunk's token ids (`return_token_ids`), so tokens in
     # the window are counted exactly even when one chunk carries several.
     token_ids: bool = True
@@ -117,7 +219,9 @@ class LoadSpec:
     # stream every 5 ms, c=32, 320 x 1,024 tokens, median of 3, one run on a
     # shared 2-core machine, 2026-12-01): CPU per chunk 11.96 us at 1 ms, 13.31
     # at 0 (vllm bench serve: 29.79 us); benchmarks/client_overhead.py RECORDED.
-    read_batch_ms: float = 1.0
+    read_batch_ms: float = ranged(
+        1.0, lo=0, hi=1000, why="every chunk's timestamp is late by up to this; 0 reads on every wake-up"
+    )
 
 
 @dataclass
@@ -130,20 +234,22 @@ class EngineConfig:
     env: dict[str, str] = field(default_factory=dict)
     # Overrides every model's dtype when set (the CPU engine is slow in bf16
     # on processors without AVX512-BF16).
-    dtype: str | None = None
+    dtype: str | None = one_of(None, *DTYPES)
     enforce_eager: bool = False
-    gpu_memory_utilization: float | None = 0.85
-    max_model_len: int = 16384
-    max_num_seqs: int | None = None
+    gpu_memory_utilization: float | None = ranged(
+        0.85, lo=0, hi=1, lo_open=True, why="the share of each GPU's memory vLLM may take"
+    )
+    max_model_len: int = ranged(16384, lo=1)
+    max_num_seqs: int | None = ranged(None, lo=1)
     # Decode batch size that FULL CUDA graphs must cover under speculative
     # decoding: capture size >= (1+K) x this (usually the load's concurrency).
-    cudagraph_concurrency: int = 32
+    cudagraph_concurrency: int = ranged(32, lo=1)
     # Every drafting lever's capture ceiling is at least this: vLLM's own default
     # (512 on Hopper; 1024 on Blackwell, set it there), so levers compared at one
     # K launch with the same ceiling and none loses graphs vLLM would have captured.
-    cudagraph_capture_floor: int = 512
-    start_timeout_s: float = 900.0
-    stop_timeout_s: float = 30.0
+    cudagraph_capture_floor: int = ranged(512, lo=0)
+    start_timeout_s: float = ranged(900.0, lo=0, lo_open=True)
+    stop_timeout_s: float = ranged(30.0, lo=0, lo_open=True)
     extra_args: list[str] = field(default_factory=list)
     # Site-wide `--compilation-config` settings, merged under each lever's own
     # (the lever wins on a clash), e.g. a fusion this cluster's interconnect
@@ -172,23 +278,23 @@ class GridSpec:
     levers: list[str] = field(default_factory=list)
     # Replaces a lever's own K list, per lever: e.g. {bestkpad: [4, 8]} in YAML,
     # `+grid.ks.bestkpad=[4,8]` on the command line.
-    ks: dict[str, list[int]] = field(default_factory=dict)
-    repeats: int = 1
+    ks: dict[str, list[int]] = field(default_factory=dict, metadata=within(lo=1, why=K_WHY))
+    repeats: int = ranged(1, lo=1)
     # Measured prompts per corpus where it differs from load.num_prompts, e.g.
     # {chat_bench: 46} for a corpus too small for the study's load: every
     # measured prompt stays new to its engine. `+grid.num_prompts.summarize=100`.
-    num_prompts: dict[str, int] = field(default_factory=dict)
+    num_prompts: dict[str, int] = field(default_factory=dict, metadata=within(lo=1))
     # interleaved: each repeat is its own engine launch, levers in order on
     # even repeats and reversed on odd ones (A B C, C B A), so drift within a
     # session spreads evenly; same_engine: repeats run back to back on one launch.
-    repeat_order: str = "interleaved"
+    repeat_order: str = one_of("interleaved", "interleaved", "same_engine")
     # per_spec: one engine serves every corpus of its spec in turn (fewer
     # starts); per_corpus: a fresh engine per corpus; auto: per_corpus for
     # suffix-decoding levers, whose tree keeps earlier outputs (measured on the
     # CPU engine: a corpus served after another drafted with 1.7-4.5% lower
     # acceptance, benchmarks/engine_reuse.py), per_spec for the rest. Cells
     # record the corpora their engine served before them (engine_earlier_corpora).
-    engine_reuse: str = "auto"
+    engine_reuse: str = one_of("auto", "auto", "per_spec", "per_corpus")
     # Corpora that always get an engine of their own, whatever engine_reuse
     # says: `mix` is drawn from the other corpora, so after them on one engine
     # its measured prompts would not be new (grid/prompt_audit.py checks).
@@ -201,13 +307,13 @@ class PathsConfig:
     """Where things live; relative paths resolve against the project root."""
 
     # A folder, or a URL of any filesystem pyarrow opens: s3://bucket/prefix (gs://, hdfs://); store/fs.py.
-    store: str = "results"
+    store: str = nonempty("results")
     # How to reach a URL store, never credentials (those come from the environment / AWS config):
     # e.g. {endpoint_override: "minio.local:9000", scheme: http, region: us-east-1}.
     store_options: dict[str, str] = field(default_factory=dict)
-    cache_dir: str = ".cache"
-    data_dir: str = ".cache/data"
-    models_dir: str = ".cache/models"
+    cache_dir: str = nonempty(".cache")
+    data_dir: str = nonempty(".cache/data")
+    models_dir: str = nonempty(".cache/models")
     # The user's config folders, searched before the shipped conf/ (a file there
     # with a shipped name replaces it): filled in by grid.compose from
     # hydra.searchpath=[file:///my/conf] and LEVER_GRID_CONF=/my/conf[:/other].
@@ -222,21 +328,22 @@ class RayConfig:
     # CPUs reserved per engine; the CPU engine uses two cores (one compute
     # thread, one for the API server and client), so a 2-core machine runs
     # one engine at a time instead of two that slow each other down.
-    cpus_per_engine: float = 2.0
+    cpus_per_engine: float = ranged(2.0, lo=0, lo_open=True, why="Ray would pack every engine on one core")
     # Reserve `tp` GPUs per engine; off on machines without GPUs.
     use_gpus: bool = False
     # Engine groups submitted at once; 0 = as many as the cluster could hold
     # (its GPUs, or its CPUs / cpus_per_engine without GPUs).
-    max_in_flight: int = 0
+    max_in_flight: int = ranged(0, lo=0, why="0 means as many as the cluster holds")
 
 
 @dataclass
 class NodeSpec:
     """A kind of node in a cluster description used by `plan`."""
 
-    count: int = 1
-    gpus: int = 8
-    cpus: int = 128
+    # 0: an entry left out (see grid/preflight.py: node_problems).
+    count: int = ranged(1, lo=0)
+    gpus: int = ranged(8, lo=0)
+    cpus: int = ranged(128, lo=0)
 
 
 @dataclass
@@ -254,13 +361,15 @@ class PlanConfig:
     """`plan`'s cost model: engine start + prompts x output tokens / expected rate."""
 
     # Seconds from launch to ready, per engine (H200 measured 90-250 s).
-    engine_start_s: float = 180.0
+    engine_start_s: float = ranged(180.0, lo=0)
     # Mean output tokens per request as a fraction of max_tokens.
-    output_fill: float = 0.5
+    output_fill: float = ranged(0.5, lo=0, hi=1, lo_open=True, why="a fraction of load.max_tokens")
     # Per-model override of ModelSpec.expected_tok_per_s: `+plan.rates.tiny=30`.
-    rates: dict[str, float] = field(default_factory=dict)
+    rates: dict[str, float] = field(
+        default_factory=dict, metadata=within(lo=0, lo_open=True, why="plan divides by it")
+    )
     # Used when a model states no rate.
-    default_tok_per_s: float = 1000.0
+    default_tok_per_s: float = ranged(1000.0, lo=0, lo_open=True, why="plan divides by it")
 
 
 @dataclass
@@ -323,16 +432,16 @@ class EquivalenceConfig:
 class GateConfig:
     """Thresholds of the validity gates (workers/gates.py); a cell is VALID iff all pass."""
 
-    min_window_s: float = 30.0
-    min_requests: int = 32
+    min_window_s: float = ranged(30.0, lo=0)
+    min_requests: int = ranged(32, lo=0)
     # Time-weighted mean in-flight / target concurrency, inside the window.
-    min_concurrency_held: float = 0.95
-    # Client CPU seconds / wall seconds of the measured phase.
-    max_client_cpu_share: float = 0.5
+    min_concurrency_held: float = ranged(0.95, lo=0, hi=1, why="a share of the target concurrency")
+    # Client CPU seconds / wall seconds of the measured phase (above 1 with threads).
+    max_client_cpu_share: float = ranged(0.5, lo=0)
     # 99th percentile of the event loop's wake-up delay while measuring.
-    max_loop_lag_ms: float = 20.0
+    max_loop_lag_ms: float = ranged(20.0, lo=0)
     # |client - server| / server output tokens.
-    max_token_mismatch: float = 0.01
+    max_token_mismatch: float = ranged(0.01, lo=0)
     equivalence: EquivalenceConfig = field(default_factory=EquivalenceConfig)
 
 
@@ -341,24 +450,29 @@ class RunConfig:
     """What `run` does with cells the store already has."""
 
     # resume: cells without an ok result; failed: only cells whose attempts failed; all: every cell.
-    mode: str = "resume"
+    mode: str = one_of("resume", "resume", "failed", "all")
     # Cell keys or labels (prefixes) to run whatever the store says.
     force: list[str] = field(default_factory=list)
     # Attempts per cell within one run (the driver retries, never Ray).
-    max_attempts: int = 2
+    max_attempts: int = ranged(2, lo=1)
     # A cell measured INVALID (a validity gate failed) runs again on resume;
     # true keeps it as measured.
     keep_invalid: bool = False
     # ...but at most this many times: a cell INVALID for a structural reason (a
     # corpus too small to fill the steady window: chat_bench on the H200, 2026-12-01)
     # stays INVALID however often it runs. After that it is kept, and named.
-    invalid_reruns: int = 1
+    invalid_reruns: int = ranged(1, lo=0)
     # Room the store must have before each engine start (store/space.py); a store
     # with less, or one that cannot be written, stops the run before the engine starts.
-    min_store_free_mb: int = 256
+    min_store_free_mb: int = ranged(256, lo=0, why="0 checks only that the store can be written")
     # Several drivers, one store (grid/lease.py): a driver leases each cell before its engine starts
     # and renews the lease every third of this; a killed driver's leases expire after it.
-    lease_s: float = 120.0
+    lease_s: float = ranged(
+        120.0,
+        lo=0,
+        lo_open=True,
+        why="a lease of 0 s has expired when written: every driver would take every cell",
+    )
 
 
 @dataclass
