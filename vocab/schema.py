@@ -379,10 +379,10 @@ class EquivalenceConfig:
     # judge's unpaired rule with a floor (analysis/equivalence.py), which the
     # grid no longer uses: exact-match rate against van at most this much below
     # van's against itself. Absence of evidence; the paired gate below decides.
-    max_exact_match_drop: float = 0.05
+    max_exact_match_drop: float = ranged(0.05, 0, 1)
     # Without a second van run to measure the floor: the exact-match rate a
     # lever needs (1.0: float32 on the CPU is deterministic).
-    min_exact_match_without_floor: float = 1.0
+    min_exact_match_without_floor: float = ranged(1.0, 0, 1)
     # Add, per model x corpus, a second greedy van run of the same prompts on a
     # fresh engine (a `replicate` cell) wherever a lever is judged by exact
     # match: the paired test's noise floor. Its cost shows in `plan`.
@@ -406,26 +406,26 @@ class EquivalenceConfig:
     # (`python -m analysis.equivalence_power`). The margin excuses nothing where
     # there is no noise: on a deterministic floor (the replicate matches van
     # everywhere, float32 on the CPU) any changed output fails.
-    noninferiority_margin: float = 0.10
+    noninferiority_margin: float = ranged(0.10, 0, 1, lo_open=True, hi_open=True)
     # Fewer prompts in common than this is no evidence either way (no_reference,
     # never a pass). 25 is prompts_needed(0 discordant, margin 0.10, alpha 0.05):
     # below it the bound for a lever that matches van everywhere, z^2 / (n + z^2),
     # is >= 0.10, so nothing identical to van could pass. A noisier floor needs
     # more; judge_paired then says no_reference with the count it needs.
-    min_prompts: int = 25
+    min_prompts: int = ranged(25, 1)
     # One-sided: the bound is a (1 - alpha) upper confidence bound (Tango's score).
-    alpha: float = 0.05
+    alpha: float = ranged(0.05, 0, 1, lo_open=True, hi_open=True)
     # Logprob probe (workers/probe.py): after its measured requests, each cell
     # scores the text of this many corpus prompts with top-k prompt logprobs
     # (0: off). Not part of the measurement; it feeds the gate for quantised
     # levers, which cannot match van token for token.
-    probe_prompts: int = 16
-    probe_top_k: int = 5
+    probe_prompts: int = ranged(16, 0)
+    probe_top_k: int = ranged(5, 1, 20, why="vLLM's default limit on logprobs is 20")
     # Quantised levers pass when both hold against van on the probe text.
     # Starting points, not yet calibrated on a real W4A4 checkpoint: compare
     # with van against itself (noise_floor_kl_nats in the verdicts).
-    min_topk_agreement: float = 0.9
-    max_kl_nats: float = 0.1
+    min_topk_agreement: float = ranged(0.9, 0, 1)
+    max_kl_nats: float = ranged(0.1, 0)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from workers.traces import FORMATS
 
 # Owned by another change in flight (analysis/equivalence.py's thresholds); its ranges are
 # listed in that change's notes. Remove it from here once its fields carry RANGE.
-NOT_YET = {"EquivalenceConfig"}
+NOT_YET: set[str] = set()
 
 
 def schema_classes() -> list[type]:
