@@ -221,35 +221,57 @@ def spread(values: list[float]) -> dict[str, float | None]:
     }
 
 
+def per_step_ratio(pair: dict[str, Any]) -> float | None:
+    """The pair's ratio of output tokens per engine step: (tok/s x mean ITL), harness over bench.
+
+    Each client's figure moves with the engine's step time during its own run (on the H200 of
+    2026-12-02, log tok/s against log mean ITL correlated at -0.995 and -0.999); this ratio takes
+    that out and leaves what the clients count and time differently."""
+    h, b = pair["harness"], pair["bench"]
+    if not h["mean_itl_ms"] or not b["mean_itl_ms"]:
+        return None
+    return (h["tok_s"] * h["mean_itl_ms"]) / (b["tok_s"] * b["mean_itl_ms"])
+
+
 def launch_summary(launch: dict[str, Any]) -> dict[str, Any]:
+    """Means over the launch's pairs; run-queue waits and involuntary switches as the worst run's."""
     pairs = launch["pairs"]
     ratios = [p["ratio"] for p in pairs]
-    h = [p["harness"]["tok_s"] for p in pairs]
-    b = [p["bench"]["tok_s"] for p in pairs]
+    steps = [r for r in (per_step_ratio(p) for p in pairs) if r is not None]
 
     def mean_of(client: str, role: str, key: str) -> float | None:
         vals = [p[client]["placement"].get(role, {}).get(key) for p in pairs]
         kept = [v for v in vals if isinstance(v, (int, float))]
         return statistics.fmean(kept) if kept else None
 
+    def worst(role: str, key: str, top: bool) -> float | None:
+        """The largest `key` of `role` (its busiest thread if `top`) over every run of the launch."""
+        vals = []
+        for p in pairs:
+            for client in ("harness", "bench"):
+                r = p[client]["procs"].get("window", {}).get("roles", {}).get(role)
+                if r:
+                    vals.append(r["top_threads"][0][key] if top and r["top_threads"] else r[key])
+        return max(vals) if vals else None
+
     return {
-        "harness_mean": statistics.fmean(h),
-        "bench_mean": statistics.fmean(b),
+        "harness_mean": statistics.fmean(p["harness"]["tok_s"] for p in pairs),
+        "bench_mean": statistics.fmean(p["bench"]["tok_s"] for p in pairs),
         "ratio_median": statistics.median(ratios),
         "ratio_min": min(ratios),
         "ratio_max": max(ratios),
+        "per_step_ratio_median": statistics.median(steps) if steps else None,
+        "per_step_ratio_min": min(steps) if steps else None,
+        "per_step_ratio_max": max(steps) if steps else None,
         "harness_cpu_share": mean_of("harness", "harness", "cpu_share"),
         "bench_cpu_share": mean_of("bench", "bench", "cpu_share"),
-        "harness_run_delay_share": mean_of("harness", "harness", "run_delay_share"),
-        "bench_run_delay_share": mean_of("bench", "bench", "run_delay_share"),
-        "ec_run_delay_share_h": mean_of("harness", "engine_core", "top_thread_run_delay_share"),
-        "ec_run_delay_share_b": mean_of("bench", "engine_core", "top_thread_run_delay_share"),
-        "api_run_delay_share_h": mean_of("harness", "api_server", "top_thread_run_delay_share"),
-        "api_run_delay_share_b": mean_of("bench", "api_server", "top_thread_run_delay_share"),
-        "ec_cpu_share_h": mean_of("harness", "engine_core", "top_thread_cpu_share"),
-        "ec_cpu_share_b": mean_of("bench", "engine_core", "top_thread_cpu_share"),
-        "api_cpu_share_h": mean_of("harness", "api_server", "top_thread_cpu_share"),
-        "api_cpu_share_b": mean_of("bench", "api_server", "top_thread_cpu_share"),
+        "ec_cpu_share": mean_of("harness", "engine_core", "top_thread_cpu_share"),
+        "api_cpu_share": mean_of("harness", "api_server", "top_thread_cpu_share"),
+        "ec_rq_wait_s_max": worst("engine_core", "run_delay_s", top=True),
+        "api_rq_wait_s_max": worst("api_server", "run_delay_s", top=True),
+        "harness_rq_wait_s_max": worst("harness", "run_delay_s", top=False),
+        "bench_rq_wait_s_max": worst("bench", "run_delay_s", top=False),
+        "ec_nivcsw_max": worst("engine_core", "nivcsw", top=False),
         "harness_on_hot": statistics.fmean(
             [p["harness"]["placement"].get("client_on_engine_hot_cores") or 0.0 for p in pairs]
         ),
@@ -265,14 +287,30 @@ def fmt(v: float | None, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
 
+def ms(v: float | None) -> str:
+    return "-" if v is None else f"{1000 * v:.1f}"
+
+
+SPREAD_KEYS = (
+    ("harness", "harness_mean"),
+    ("vllm bench serve", "bench_mean"),
+    ("ratio", "ratio_median"),
+    ("per-step ratio", "per_step_ratio_median"),
+)
+
+
 def print_table(launches: list[dict[str, Any]]) -> None:
     """The per-launch table and the launch-level spread."""
-    print("\nper launch (means over the launch's pairs; shares are of each run's own timed window)")
     print(
-        "launch | ready s | harness tok/s | bench tok/s | ratio median (range) | harness CPU | bench CPU | "
-        "harness rq wait | bench rq wait | EC thread CPU / rq wait (H; V) | "
-        "API thread CPU / rq wait (H; V) | "
-        "ITL ms H / V | EC core, API core, harness core (pair 1)"
+        "\nper launch: means over the launch's pairs; CPU shares of each run's own timed window "
+        "(EC, API: their busiest thread); run-queue waits the worst run's, in ms per window; "
+        "hot: share of the client's CPU on the cores EC's and API's busiest threads mostly used"
+    )
+    print(
+        "| launch | ready s | harness tok/s | bench tok/s | ratio median (range) "
+        "| per-step ratio median (range) "
+        "| CPU harness / bench / EC / API | rq wait ms harness / bench / EC / API | EC nivcsw "
+        "| hot H / V | ITL ms H / V | cores EC, API, harness (pair 1) |"
     )
     for launch in launches:
         s = launch["summary"]
@@ -281,28 +319,43 @@ def print_table(launches: list[dict[str, Any]]) -> None:
             p1.get(r, {}).get("top_thread_core", "-") for r in ("engine_core", "api_server", "harness")
         )
         print(
-            f"{launch['launch']} | {launch['ready_s']:.0f} | "
+            f"| {launch['launch']} | {launch['ready_s']:.0f} | "
             f"{s['harness_mean']:,.0f} | {s['bench_mean']:,.0f} | "
             f"{s['ratio_median']:.3f} ({s['ratio_min']:.3f}-{s['ratio_max']:.3f}) | "
-            f"{fmt(s['harness_cpu_share'], '.2f')} | {fmt(s['bench_cpu_share'], '.2f')} | "
-            f"{fmt(s['harness_run_delay_share'], '.3f')} | {fmt(s['bench_run_delay_share'], '.3f')} | "
-            f"{fmt(s['ec_cpu_share_h'], '.2f')} / {fmt(s['ec_run_delay_share_h'], '.3f')}; "
-            f"{fmt(s['ec_cpu_share_b'], '.2f')} / {fmt(s['ec_run_delay_share_b'], '.3f')} | "
-            f"{fmt(s['api_cpu_share_h'], '.2f')} / {fmt(s['api_run_delay_share_h'], '.3f')}; "
-            f"{fmt(s['api_cpu_share_b'], '.2f')} / {fmt(s['api_run_delay_share_b'], '.3f')} | "
-            f"{fmt(s['harness_itl_ms'], '.2f')} / {fmt(s['bench_itl_ms'], '.2f')} | {cores}"
+            f"{fmt(s['per_step_ratio_median'], '.3f')} ({fmt(s['per_step_ratio_min'], '.3f')}-"
+            f"{fmt(s['per_step_ratio_max'], '.3f')}) | "
+            f"{fmt(s['harness_cpu_share'], '.2f')} / {fmt(s['bench_cpu_share'], '.2f')} / "
+            f"{fmt(s['ec_cpu_share'], '.2f')} / {fmt(s['api_cpu_share'], '.2f')} | "
+            f"{ms(s['harness_rq_wait_s_max'])} / {ms(s['bench_rq_wait_s_max'])} / "
+            f"{ms(s['ec_rq_wait_s_max'])} / {ms(s['api_rq_wait_s_max'])} | "
+            f"{fmt(s['ec_nivcsw_max'], '.0f')} | "
+            f"{s['harness_on_hot']:.2f} / {s['bench_on_hot']:.2f} | "
+            f"{fmt(s['harness_itl_ms'], '.2f')} / {fmt(s['bench_itl_ms'], '.2f')} | {cores} |"
         )
-    for name, key in (
-        ("harness", "harness_mean"),
-        ("vllm bench serve", "bench_mean"),
-        ("ratio", "ratio_median"),
-    ):
-        sp = spread([launch["summary"][key] for launch in launches])
+    for name, key in SPREAD_KEYS:
+        sp = spread([launch["summary"][key] for launch in launches if launch["summary"][key] is not None])
         print(
             f"launch-level spread of {name} over {sp['n']} launches: mean {fmt(sp['mean'], ',.3f')}, "
             f"sd of log {fmt(sp['sd_log'] and 100 * sp['sd_log'], '.1f')}%, "
             f"range {fmt(sp['range'] and 100 * sp['range'], '.1f')}%"
         )
+
+
+def replay(path: Path) -> None:
+    """`--table FILE`: the table and spread again from a crosscheck.json (summaries recomputed)."""
+    result = json.loads(path.read_text())
+    for launch in result["launches"]:
+        launch["summary"] = launch_summary(launch)
+        for pair in launch["pairs"]:
+            step = per_step_ratio(pair)
+            print(
+                f"launch {launch['launch']} pair {pair['pair']} ({pair['order']}): harness "
+                f"{pair['harness']['tok_s']:,.0f} tok/s "
+                f"(ITL {fmt(pair['harness']['mean_itl_ms'], '.2f')} ms), "
+                f"bench {pair['bench']['tok_s']:,.0f} (ITL {fmt(pair['bench']['mean_itl_ms'], '.2f')} ms), "
+                f"ratio {pair['ratio']:.3f}, per step {fmt(step, '.3f')}"
+            )
+    print_table(result["launches"])
 
 
 def host_facts() -> dict[str, Any]:
@@ -384,11 +437,13 @@ def run_launch(
                     "procs": run.procs,
                 }
             pair["ratio"] = ours.tok_s / theirs.tok_s
+            pair["per_step_ratio"] = per_step_ratio(pair)
             pairs.append(pair)
             hp, vp = pair["harness"]["placement"], pair["bench"]["placement"]
             print(
                 f"pair {i + 1} ({pair['order']}): harness {ours.tok_s:.2f} tok/s, "
-                f"vllm bench serve {theirs.tok_s:.2f} tok/s, ratio {pair['ratio']:.3f}; "
+                f"vllm bench serve {theirs.tok_s:.2f} tok/s, ratio {pair['ratio']:.3f} "
+                f"(per step {fmt(pair['per_step_ratio'], '.3f')}); "
                 f"client CPU share {fmt(hp.get('harness', {}).get('cpu_share'), '.2f')} / "
                 f"{fmt(vp.get('bench', {}).get('cpu_share'), '.2f')}, "
                 "EngineCore thread rq wait "
@@ -416,6 +471,9 @@ def run_launch(
 
 
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--table":
+        replay(Path(sys.argv[2]))
+        return
     start = time.perf_counter()
     config = to_config(compose_config(OVERRIDES))
     group = group_by_engine(expand(config))[0]
@@ -456,8 +514,8 @@ def main() -> None:
     )
     print_table(launches)
     result["spread"] = {
-        key: spread([launch["summary"][key] for launch in launches])
-        for key in ("harness_mean", "bench_mean", "ratio_median")
+        key: spread([launch["summary"][key] for launch in launches if launch["summary"][key] is not None])
+        for _, key in SPREAD_KEYS
     }
     if out_path is not None:
         out_path.write_text(json.dumps(result, indent=1))
