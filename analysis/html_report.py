@@ -52,7 +52,11 @@ RULE_NOTE = (
     "x over van: ratio of geometric means over repeats with its two-sided 90% t-interval on log ratios "
     "(paired by session and repeat where both sides have them, Welch otherwise); label 'real gain' / "
     "'real loss' only when the whole interval lies beyond the drift band, 'not judged (n<2)' with fewer "
-    "than 2 repeats on a side (analysis/decision.py); n final / n van: the repeats behind it."
+    "than 2 repeats on a side, 'not judged (drift unknown)' without a known drift band "
+    "(analysis/decision.py); n final / n van: the repeats behind it. These are the figures the final "
+    "lever was selected on, and the best of several noisy levers reads high (the winner's curse): a "
+    "figure to deploy on is one confirmed on new prompts "
+    "(python -m experiments.tune ends with that confirmation and deploys only what it confirms)."
 )
 
 
