@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -85,6 +86,8 @@ class Catalog:
                 layers.append(OmegaConf.load(path))
             except (OSError, OmegaConfBaseException) as exc:
                 raise ConfigError(f"{path}: {str(exc).splitlines()[0]}") from exc
+            except yaml.YAMLError as exc:  # a syntax error: file, line and column, not a traceback
+                raise ConfigError(yaml_problem(path, exc)) from exc
         if given is not None:
             if not isinstance(given, Mapping):
                 others = [n for n in self.names(group) if n != name]
@@ -182,3 +185,14 @@ def available(group: str, conf_dir: Path | Catalog | None = None) -> list[str]:
 def load_spec(kind: type[SpecT], name: str, conf_dir: Path | Catalog | None = None) -> SpecT:
     """The validated `kind` named `name`, from a Catalog, one conf folder, or the active catalog."""
     return source(conf_dir).load(kind, name)
+
+
+def yaml_problem(path: Path | str | None, exc: yaml.YAMLError) -> str:
+    """'<file>, line L, column C: <problem>; fix the YAML there' for a file that does not parse
+    (`path` None: the file the parser names)."""
+    mark = getattr(exc, "problem_mark", None)
+    path = path or getattr(mark, "name", None) or "a config file"
+    where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    return f"{path}{where}: not valid YAML ({context + ': ' if context else ''}{problem}); fix the file there"

@@ -21,6 +21,7 @@ from dataclasses import MISSING, Field, asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.global_hydra import GlobalHydra
@@ -29,7 +30,18 @@ from hydra.errors import HydraException, MissingConfigException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from grid.catalog import CONF_DIR, GROUPS, KINDS, PLURAL, Catalog, activate, catalog_of, env_dirs, not_a_spec
+from grid.catalog import (
+    CONF_DIR,
+    GROUPS,
+    KINDS,
+    PLURAL,
+    Catalog,
+    activate,
+    catalog_of,
+    env_dirs,
+    not_a_spec,
+    yaml_problem,
+)
 from store.fs import redact, url_secret_problem
 from vocab import schema
 from vocab.errors import ConfigError
@@ -96,6 +108,8 @@ def compose_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR
         raise missing_option(exc, files) from exc
     except (HydraException, OmegaConfBaseException) as exc:
         raise composition_error(exc, files) from exc
+    except yaml.YAMLError as exc:  # a config file (ours or the user's) that does not parse
+        raise ConfigError(yaml_problem(None, exc)) from exc
     check_config(cfg, dirs)
     OmegaConf.set_readonly(cfg, True)
     activate(catalog_of(cfg))

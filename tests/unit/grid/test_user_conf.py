@@ -137,3 +137,24 @@ def test_a_given_name_without_a_file_must_be_a_whole_spec():
         ConfigError, match=r"corpus 'code_complet' has no file \(known corpora: .*code_complete"
     ):
         compose_config(["+corpus.code_complet.skip_bad_rows=true"])
+
+
+@pytest.mark.parametrize(
+    ("group", "text", "overrides"),
+    [
+        ("corpus", "name: bad\npath: [unclosed\n", ["grid.corpora=[bad]"]),
+        ("experiment", "# @package _global_\ngrid: {models: [tiny\n", ["experiment=bad"]),
+    ],
+)
+def test_a_user_file_that_is_not_yaml_is_one_line_naming_file_and_line(
+    tmp_path, monkeypatch, group, text, overrides
+):
+    # Issue 28: a YAML syntax error in a LEVER_GRID_CONF file the run used printed yaml's traceback.
+    (tmp_path / group).mkdir()
+    (tmp_path / group / "bad.yaml").write_text(text)
+    monkeypatch.setenv(catalog.CONF_ENV, str(tmp_path))
+    with pytest.raises(ConfigError) as caught:
+        plan_summary(overrides)
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path / group / 'bad.yaml'}, line 3, column 1: not valid YAML (")
+    assert "\n" not in message and message.endswith("fix the file there")
