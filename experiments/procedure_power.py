@@ -31,6 +31,7 @@ lever).
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,10 +44,10 @@ from analysis.drift import DRIFT_COLUMNS, session_drift
 from analysis.medians import MEDIAN_COLUMNS, lever_medians
 from experiments.decide import KEEP, Decision, TuneRules
 from experiments.tune import STAGES, Tune, TuneConfig, confirm, deployment, procedure
+from grid.catalog import CONF_DIR, load_spec
 from vocab.schema import LeverSpec, ModelSpec
 
 DRAFTING = ("suffix", "bestkpad", "dynk")
-DYNK_KS = [4, 6, 12]  # conf/lever/dynk.yaml: the controller's K set (max first is what tune reads)
 MAX_FALSE_DEPLOY = 0.05
 BASE_TOK_PER_S = 1000.0
 SEED = 26
@@ -72,12 +73,20 @@ NOISES = (
 )
 
 
-class _DynkCatalog:
-    """What procedure() asks the catalog for: the dynk lever's K set (no Hydra, no files)."""
+@functools.cache
+def _shipped_lever(name: str) -> LeverSpec:
+    return load_spec(LeverSpec, name, CONF_DIR)
+
+
+class _ShippedLevers:
+    """What procedure() asks the catalog for (the dynk lever), from the shipped conf/lever files, read
+    once: a copy of its K set here had drifted from conf/lever/dynk.yaml (4 where tune uses 12)."""
 
     def load(self, kind: type, name: str) -> LeverSpec:
-        assert kind is LeverSpec and name == "dynk"
-        return LeverSpec(name="dynk", spec_method="suffix", ks=list(DYNK_KS))
+        return _shipped_lever(name)
+
+
+_LEVERS = _ShippedLevers()
 
 
 @dataclass
@@ -94,8 +103,8 @@ class SimulatedTune(Tune):
     _cache: tuple | None = None
 
     @property
-    def catalog(self) -> _DynkCatalog:  # type: ignore[override]
-        return _DynkCatalog()
+    def catalog(self) -> _ShippedLevers:  # type: ignore[override]
+        return _LEVERS
 
     def stage(
         self, name: str, levers: Mapping[str, Sequence[int]], *extra: str, seed: int | None = None
