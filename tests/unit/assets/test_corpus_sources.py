@@ -38,8 +38,8 @@ def test_every_listed_package_is_installed_and_permissive(package):
     assert any(word in licence for word in PERMISSIVE), licence
 
 
-def test_missing_package_says_how_to_install():
-    with pytest.raises(ConfigError, match="make setup"):
+def test_missing_package_says_how_to_pin_it():
+    with pytest.raises(ConfigError, match=r"corpus_pins\.txt"):
         source("no-such-package-here")
 
 
