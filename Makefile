@@ -56,9 +56,10 @@ bench: assets ## Client CPU per token vs vllm bench serve (stub), then both on t
 	$(PY) -m benchmarks.client_overhead
 	$(PY) -m benchmarks.crosscheck_engine
 
-power: setup ## Error rates by simulation: one decision (per n repeats), the whole tune, the equivalence gate
+power: setup ## Error rates by simulation: one decision (per n repeats), the whole tune, the study's held-out figure, the equivalence gate
 	$(PY) -m analysis.power $(ARGS)
 	$(PY) -m experiments.procedure_power
+	$(PY) -m experiments.study_power
 	$(PY) -m analysis.equivalence_power
 
 lint: setup ## ruff check and format check

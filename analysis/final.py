@@ -52,6 +52,12 @@ TABLE1_COLUMNS = [
     "n_reference",
     "label",
     "verdict",
+    "confirmed_x",
+    "confirmed_ci_lo",
+    "confirmed_ci_hi",
+    "confirmed_n",
+    "confirmed_label",
+    "confirmation",
 ]
 
 
@@ -193,9 +199,12 @@ def speedup_geomean(final: pd.DataFrame) -> float:
     return geometric_mean(final["speedup_vs_van"].dropna())
 
 
-def table1(final: pd.DataFrame) -> pd.DataFrame:
-    """Table 1 of the study: model, van tok/s, final tok/s, final lever, x over van, verdicts."""
+def table1(final: pd.DataFrame, confirmation: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Table 1 of the study: model, van tok/s, final tok/s, final lever, x over van and its verdict (the
+    selection's figures), then the held-out confirmation's (analysis/confirmation.py) where there is one."""
     if final.empty:
         return pd.DataFrame(columns=TABLE1_COLUMNS)
     table = final.rename(columns={"final_lever": "lever_name", "final_label": "final_lever"})
+    if confirmation is not None and not confirmation.empty:
+        table = table.merge(confirmation, on="model", how="left")
     return table.reindex(columns=TABLE1_COLUMNS).reset_index(drop=True)

@@ -14,6 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import figures
+from analysis.confirmation import confirmation_words
 from analysis.gpu_time import share_line
 from analysis.sessions import session_summary
 from analysis.study import Study
@@ -33,13 +34,19 @@ TABLE1_HEADERS = {
     "van_tok_per_s": "van tok/s",
     "final_tok_per_s": "final tok/s",
     "final_lever": "final lever",
-    "speedup_vs_van": "x over van",
+    "speedup_vs_van": "x over van (selection)",
     "ci_lo": "90% CI low",
     "ci_hi": "90% CI high",
     "n_value": "n final",
     "n_reference": "n van",
     "label": "label",
     "verdict": "verdict",
+    "confirmed_x": "x over van (held out)",
+    "confirmed_ci_lo": "held-out 90% CI low",
+    "confirmed_ci_hi": "held-out 90% CI high",
+    "confirmed_n": "held-out n",
+    "confirmed_label": "held-out label",
+    "confirmation": "confirmation",
 }
 BEST_K_COLUMNS = ["model", "corpus", "lever", "best_k", "best_tok_per_s", "rule", "compared_k", "rel_diff",
                   "ci_lo", "ci_hi", "n_value", "n_reference", "label", "verdict"]  # fmt: skip
@@ -54,9 +61,13 @@ RULE_NOTE = (
     "'real loss' only when the whole interval lies beyond the drift band, 'not judged (n<2)' with fewer "
     "than 2 repeats on a side, 'not judged (drift unknown)' without a known drift band "
     "(analysis/decision.py); n final / n van: the repeats behind it. These are the figures the final "
-    "lever was selected on, and the best of several noisy levers reads high (the winner's curse): a "
-    "figure to deploy on is one confirmed on new prompts "
-    "(python -m experiments.tune ends with that confirmation and deploys only what it confirms)."
+    "lever was selected on, and the best of several noisy levers reads high (the winner's curse). "
+    "x over van (held out): the held-out confirmation (python -m grid confirm; experiment=final runs it "
+    "at the end of its run): the final configuration and van measured again in a fresh session, on "
+    "fresh engines, with a prompt seed the selection never drew, judged on those cells alone by the "
+    "same rule; 'confirmed' only when its interval lies wholly above 1 + that session's drift band. "
+    "That is the figure to deploy on (analysis/confirmation.py); python -m experiments.tune deploys "
+    "only what its own confirmation confirms."
 )
 
 
@@ -94,7 +105,13 @@ def _answers(study: Study) -> str:
     if study.final.empty:
         return "<p>No cells measured yet.</p>"
     answers = study.final.get("answer", pd.Series(dtype=object)).dropna()
-    items = "".join(f"<li>{html.escape(str(a))}</li>" for a in answers)
+    held_out = {r["model"]: confirmation_words(r) for r in study.confirmation.to_dict("records")}
+    items = "".join(
+        f"<li>{html.escape(str(a))}"
+        + (f"<br>held-out confirmation: {html.escape(held_out[m])}" if m in held_out else "")
+        + "</li>"
+        for m, a in zip(study.final.loc[answers.index, "model"], answers, strict=True)
+    )
     geomean = "-" if math.isnan(study.speedup_geomean) else f"{study.speedup_geomean:.2f}x"
     return f"<ul>{items}</ul><p>Geometric mean over models of x over van: <b>{geomean}</b>.</p>"
 

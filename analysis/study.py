@@ -17,10 +17,12 @@ import pandas as pd
 from analysis import load
 from analysis.best_k import at_best_k, best_k
 from analysis.clean import reused_mask, reused_note, split_reused
+from analysis.confirmation import CONFIRM_COLUMNS, confirmations, prompts_seen
 from analysis.drift import session_drift
 from analysis.final import FINAL_CORPUS, final_levers, speedup_geomean, table1
 from analysis.medians import lever_medians
 from store.fs import StoreRoot
+from store.layout import StoreLayout
 from store.read import connect, has_view
 from vocab.paths import store_path
 
@@ -41,6 +43,15 @@ def store_root_from_env(env: Mapping[str, str] = os.environ) -> StoreRoot:
 
 
 @dataclass(frozen=True)
+class ConfirmationCells:
+    """grid/confirm.py's record of an experiment and the cells it names (analysis/confirmation.py)."""
+
+    record: Mapping[str, object] | None
+    measured: pd.DataFrame
+    anchors: pd.DataFrame
+
+
+@dataclass(frozen=True)
 class Study:
     """Every table of the analysis; each derived from the ones above it."""
 
@@ -57,6 +68,8 @@ class Study:
     excluded_invalid: int  # INVALID measured cells left out
     excluded_invalid_anchors: int
     final_corpus: str = FINAL_CORPUS
+    # Per model: the held-out confirmation's figure of its final configuration, or why none.
+    confirmation: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CONFIRM_COLUMNS))
     # What a reader must know, then one line per cell left out of the tables and why
     # (damaged file, failed, INVALID, repeated prompts).
     notes: list[str] = field(default_factory=list)
@@ -83,6 +96,7 @@ def analyse(
     include_invalid: bool = False,
     extra_notes: Sequence[str] = (),
     include_reused: bool = False,
+    confirming: ConfirmationCells | None = None,
 ) -> Study:
     """The whole analysis over DataFrames (no store access), INVALID cells left out by default.
 
@@ -99,6 +113,7 @@ def analyse(
     best = best_k(medians, drift)
     equivalence = equivalence if equivalence is not None else pd.DataFrame()
     final = final_levers(at_best_k(medians, best), drift, final_corpus, equivalence)
+    confirmation = confirmation_of(final, confirming, measured, final_corpus, include_invalid)
     return Study(
         measured=measured,
         anchors=anchors,
@@ -108,13 +123,33 @@ def analyse(
         drift=drift,
         best_k=best,
         final=final,
-        table1=table1(final),
+        table1=table1(final, confirmation),
         speedup_geomean=speedup_geomean(final),
         excluded_invalid=excluded,
         excluded_invalid_anchors=excluded_anchors,
         final_corpus=final_corpus,
+        confirmation=confirmation,
         notes=[*extra_notes, *notes_for(excluded, excluded_anchors, drift), *named, *reused_lines],
     )
+
+
+def confirmation_of(
+    final: pd.DataFrame,
+    confirming: ConfirmationCells | None,
+    selection: pd.DataFrame,
+    final_corpus: str,
+    include_invalid: bool,
+) -> pd.DataFrame:
+    """analysis/confirmation.py over the confirmation's own cells and the drift of their sessions."""
+    if final.empty or "model" not in final:
+        return pd.DataFrame(columns=CONFIRM_COLUMNS)
+    if confirming is None or confirming.record is None:
+        return confirmations(final, None, pd.DataFrame(), pd.DataFrame(), final_corpus)
+    measured, _ = split_reused(confirming.measured, False)
+    medians, _ = lever_medians(measured, include_invalid)
+    drift, _ = session_drift(confirming.anchors, include_invalid)
+    seen = prompts_seen(measured, selection)
+    return confirmations(final, confirming.record, medians, drift, final_corpus, seen=seen)
 
 
 def reused_left_out(measured: pd.DataFrame) -> list[str]:
@@ -127,11 +162,25 @@ def reused_left_out(measured: pd.DataFrame) -> list[str]:
     ]
 
 
+def stored_confirmations(root: StoreRoot) -> list[Mapping]:
+    """Every confirmation record in the store (grid/confirm.py); unreadable ones are skipped here (the
+    report of their experiment names them)."""
+    records = []
+    for path in sorted(StoreLayout(root).confirmations_dir().glob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+            records.append({"models": [{"cell_keys": list(m["cell_keys"])} for m in record["models"]]})
+        except (ValueError, KeyError, TypeError):
+            continue
+    return records
+
+
 def load_study(
     root: StoreRoot,
     cell_keys: Collection[str] | None = None,
     final_corpus: str = FINAL_CORPUS,
     include_invalid: bool = False,
+    confirmation_record: Mapping[str, object] | None = None,
 ) -> Study:
     """Read the store (only `cell_keys` when given, with the anchors of their sessions) and analyse it.
 
@@ -140,6 +189,12 @@ def load_study(
     """
     con = connect(root)
     measured = load.measured_cells(con, cell_keys)
+    records = [confirmation_record] if confirmation_record is not None else []
+    confirm_keys = {
+        k for r in [*records, *stored_confirmations(root)] for m in r["models"] for k in m["cell_keys"]
+    }
+    # Every confirmation's cells are held out of the selection, whatever `cell_keys` says.
+    measured = measured[~measured["cell_key"].isin(confirm_keys)]
     sessions = set(measured["session_id"]) if cell_keys is not None else None
     coverage = (
         []
@@ -152,6 +207,12 @@ def load_study(
         else set()
     )
     coverage += load.left_out(con, whole, cell_keys)
+    confirming = None
+    if confirmation_record is not None:
+        mine = {k for m in confirmation_record["models"] for k in m["cell_keys"]}  # type: ignore[attr-defined]
+        confirm_measured = load.measured_cells(con, mine)
+        confirm_anchors = load.anchor_runs(con, set(confirm_measured["session_id"]))
+        confirming = ConfirmationCells(confirmation_record, confirm_measured, confirm_anchors)
     return analyse(
         measured,
         load.anchor_runs(con, sessions),
@@ -160,4 +221,5 @@ def load_study(
         final_corpus,
         include_invalid,
         coverage,
+        confirming=confirming,
     )

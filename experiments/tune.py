@@ -141,8 +141,9 @@ class Tune:
     @property
     def base(self) -> list[str]:
         corpora = ",".join(self.cfg.corpora)
+        # The tune confirms its own choice (confirm below): no study confirmation after each stage.
         return [f"experiment={self.cfg.experiment}", f"grid.models=[{self.model.name}]",
-                f"grid.corpora=[{corpora}]", *self.cfg.grid_overrides]  # fmt: skip
+                f"grid.corpora=[{corpora}]", "grid.confirm.enabled=false", *self.cfg.grid_overrides]  # fmt: skip
 
     def stage(
         self, name: str, levers: Mapping[str, Sequence[int]], *extra: str, seed: int | None = None
@@ -505,7 +506,26 @@ def tune(overrides: list[str], console: Console | None = None, replay: bool = Fa
     return 0
 
 
+USAGE = """usage: python -m experiments.tune model=<name> [key=value ...]
+
+The study's procedure for one model: van -> suffix -> K-pad -> best K -> W4A4 -> dynamic K ->
+confirmation, each stage a grid run; writes final.yaml, serve.sh and decisions.md under out_dir/<model>/.
+
+examples:
+  python -m experiments.tune model=tiny corpora=[code_complete,chat_bench]
+  python -m experiments.tune model=tiny 'grid_overrides=["grid.repeats=3"]'
+  python -m experiments.tune model=tiny 'grid_overrides=["paths.store=/tmp/tune"]' confirm_repeats=5
+
+keys (conf/tune/tune.yaml, schema TuneConfig in experiments/tune.py): {keys}
+README.md, section 'Tuning a model: `python -m experiments.tune`'."""
+
+
 def main(argv: list[str]) -> int:
+    if any(arg in ("-h", "--help") for arg in argv):  # Hydra would answer with a lexer error
+        from dataclasses import fields
+
+        print(USAGE.format(keys=", ".join(f.name for f in fields(TuneConfig))))
+        return 0
     try:
         return tune(argv)
     except GridError as exc:

@@ -1,33 +1,173 @@
-"""Command line: `python -m grid <command> [hydra overrides]`.
+"""Command line: `python -m grid <command> [key=value ...]`; `python -m grid <command> --help`.
 
-run      run the grid (default experiment: smoke) and print the summary table
-status   done / invalid / failed / interrupted / damaged / pending cells, from the store; every file's
-         size and sha256 checked against its manifest (--quick: sizes only)
-plan     print cells, engine launches, GPU bundles and GPU-hours (format=json for JSON)
-summary  print the summary table of the store
-corpus   list the corpora with their sizes and prompt-length percentiles (format=json for JSON)
-report   write <store>/reports/<experiment>.html: Table 1, best K, drift, figures (one page)
+The commands, what each takes beyond the config's Hydra overrides, and the README section that
+explains it are in COMMANDS: `--help` (alone or after a command) prints them from there.
 """
 
 from __future__ import annotations
 
 import sys
+import textwrap
+from dataclasses import dataclass, fields
 
 from vocab.errors import GridError
 
-USAGE = (
-    "usage: python -m grid {run,status,plan,simulate,summary,corpus,report} [key=value ...]"
-    "  (e.g. experiment=smoke; status --quick)\n"
-    "your own config folders: hydra.searchpath=[file:///my/conf] or LEVER_GRID_CONF=/my/conf[:/other];"
-    " your own corpus in one line: grid.corpora=[mine] +corpus.mine.path=/data/trace.jsonl"
+HELP_FLAGS = ("-h", "--help")
+PY = "python -m grid"
+
+
+@dataclass(frozen=True)
+class Command:
+    summary: str
+    # (example arguments, what they do), the common ones first
+    examples: tuple[tuple[str, str], ...]
+    readme: str  # the README.md section that explains it
+    flags: tuple[str, ...] = ()  # the command's own --options
+
+
+COMMANDS = {
+    "run": Command(
+        "run what the store lacks of the grid (default experiment: smoke), then print the summary table",
+        (
+            ("experiment=smoke", "the demo grid (conf/experiment/*.yaml lists the others)"),
+            ("grid.levers=[van,suffix] grid.models=[tiny] grid.corpora=[chat_bench]", "narrow the grid"),
+            ("grid.repeats=3", "repeats per cell (x van is judged from n>=2)"),
+            ("+grid.ks.suffix=[4,8] load.max_tokens=128", "K per lever; the load's fields"),
+            ("run.mode=failed", "rerun only failed cells (resume: the default; all: everything)"),
+            ("run.force=[tiny/suffix-k8]", "run again the cells whose label or key starts so"),
+            ("paths.store=/data/results cluster=h200x8_4nodes", "where results go; which cluster"),
+        ),
+        "Running a grid",
+    ),
+    "status": Command(
+        "done / invalid / failed / interrupted / damaged / pending cells, from the store; every file's size "
+        "and sha256 checked against its manifest",
+        (
+            ("experiment=smoke", "the grid to look for (with the overrides its run had)"),
+            ("--quick experiment=smoke", "check file sizes, not checksums"),
+            ("format=json", "the counts and every cell's status as JSON on stdout"),
+        ),
+        "Running a grid",
+        ("--quick",),
+    ),
+    "plan": Command(
+        "cells, engine launches, GPU bundles and GPU-hours of a grid, before running it",
+        (
+            ("experiment=final", "the study's grid"),
+            ("experiment=final format=json", "as JSON on stdout"),
+        ),
+        "Running a grid",
+    ),
+    "simulate": Command(
+        "the grid's makespan on a cluster description, against its lower bound",
+        (("experiment=final cluster=h200x8_4nodes", "on 4 nodes of 8 H200s"),),
+        "On a Ray cluster",
+    ),
+    "summary": Command(
+        "the table of a store's cells (latest ok attempt each, anchor runs left out)",
+        (
+            ("", "the table of ./results"),
+            ("paths.store=/data/results", "another store"),
+            ("format=csv > cells.csv", "one row per cell, with a header, on stdout"),
+            ("format=json", '{"cells": [...], "left_out": [...]} on stdout'),
+        ),
+        "The store",
+    ),
+    "corpus": Command(
+        "the corpora with their sizes and prompt-length percentiles",
+        (
+            ("format=json", "as JSON on stdout"),
+            ("grid.corpora=[mine] +corpus.mine.path=/data/t.jsonl", "your own"),
+        ),
+        "Corpora and your own traces",
+    ),
+    "report": Command(
+        "write <store>/reports/<experiment>.html: Table 1, best K, drift, figures (one page)",
+        (("experiment=smoke", "the report of the smoke grid (with the overrides its run had)"),),
+        "Analysis, report, notebooks",
+    ),
+}
+
+COMMON = (
+    "every command takes the config's overrides: key=value (an existing key), +key=value (a new one);\n"
+    "your own config folders: hydra.searchpath=[file:///my/conf] or LEVER_GRID_CONF=/my/conf[:/other];\n"
+    "your own corpus in one line: grid.corpora=[mine] +corpus.mine.path=/data/trace.jsonl"
 )
 
 
+def config_keys() -> str:
+    """The config's top-level keys, from its schema (vocab/schema.py:Config), wrapped."""
+    from vocab.schema import Config
+
+    keys = ", ".join(f.name for f in fields(Config))
+    return "\n".join(textwrap.wrap(f"config keys (vocab/schema.py): {keys}", 100))
+
+
+def usage() -> str:
+    """`python -m grid --help`: every command, one line each."""
+    width = max(map(len, COMMANDS))
+    lines = [f"usage: {PY} {{{','.join(COMMANDS)}}} [key=value ...]", "", "commands:"]
+    indent = " " * (width + 4)
+    for name, c in COMMANDS.items():
+        lines += textwrap.wrap(
+            c.summary, 100, initial_indent=f"  {name:<{width}}  ", subsequent_indent=indent
+        )
+    lines += ["", COMMON, config_keys()]
+    lines += [f"`{PY} <command> --help` for a command's usage; README.md explains each one."]
+    return "\n".join(lines)
+
+
+def command_usage(name: str) -> str:
+    """`python -m grid <command> --help`: what it does, its common arguments, its README section."""
+    command = COMMANDS[name]
+    flags = "".join(f" [{flag}]" for flag in command.flags)
+    lines = [f"usage: {PY} {name}{flags} [key=value ...]", "", *textwrap.wrap(command.summary, 100)]
+    lines += ["", "examples:"]
+    for args, what in command.examples:
+        lines += [f"  {PY} {name} {args}".rstrip(), f"      {what}"]
+    lines += ["", COMMON, config_keys()]
+    lines += [f"README.md, section '{command.readme}'."]
+    return "\n".join(lines)
+
+
+def summary(overrides: list[str]) -> int:
+    """`python -m grid summary [format=table|json|csv]`: the store's cells."""
+    from analysis.summary import export, latest_cells, render
+    from grid.compose import check_run_mode, compose_config, pop_format
+    from vocab.paths import store_path
+
+    fmt, overrides = pop_format(overrides, ("table", "json", "csv"))
+    cfg = compose_config(overrides)
+    check_run_mode(cfg)
+    paths = cfg.paths
+    frame = latest_cells(store_path(paths.store, paths.get("store_options")))
+    if fmt == "table":
+        render(frame)
+    else:
+        export(frame, fmt, sys.stdout)
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__ + "\n" + USAGE)
+    if not argv or argv[0] in HELP_FLAGS:
+        print(usage())
         return 0 if argv else 2
     command, overrides = argv[0], argv[1:]
+    if command not in COMMANDS:
+        print(f"error: unknown command '{command}'\n{usage()}", file=sys.stderr)
+        return 2
+    if any(arg in HELP_FLAGS for arg in overrides):
+        print(command_usage(command))
+        return 0
+    # A --flag is not an override: Hydra would answer with a lexer error.
+    if unknown := [a for a in overrides if a.startswith("-") and a not in COMMANDS[command].flags]:
+        known = f" (its options: {', '.join(COMMANDS[command].flags)})" if COMMANDS[command].flags else ""
+        print(
+            f"error: unknown option '{unknown[0]}' for {command}{known}; overrides are key=value; "
+            f"`{PY} {command} --help` for its usage",
+            file=sys.stderr,
+        )
+        return 2
     try:
         if command == "run":
             from grid.run import run
@@ -55,16 +195,7 @@ def main(argv: list[str]) -> int:
             from grid.report import report
 
             return report(overrides)
-        if command == "summary":
-            from analysis.summary import latest_cells, render
-            from grid.compose import check_run_mode, compose_config
-            from vocab.paths import store_path
-
-            cfg = compose_config(overrides)
-            check_run_mode(cfg)
-            paths = cfg.paths
-            render(latest_cells(store_path(paths.store, paths.get("store_options"))))
-            return 0
+        return summary(overrides)
     except GridError as exc:
         from store.fs import redact  # pyarrow: only on this path, not for every command's start
 
@@ -75,8 +206,6 @@ def main(argv: list[str]) -> int:
         # Before any launch (a run's launch handles its own signals): nothing to stop or record.
         print("interrupted before anything was launched", file=sys.stderr)
         return 130
-    print(f"error: unknown command '{command}'\n{USAGE}", file=sys.stderr)
-    return 2
 
 
 if __name__ == "__main__":

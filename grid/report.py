@@ -34,7 +34,10 @@ def _write_report(overrides: list[str]) -> tuple[Path, list[str]]:
     except ImportError as exc:
         raise GridError(f"the report needs matplotlib ({exc}); pip install -e '.[report]'") from exc
     root = store_path(config.paths.store, config.paths.store_options)
-    study = load_study(root, cell_keys={cell.key for cell in expand(config)})
+    from grid.confirm import read_record
+
+    record = read_record(root, config.name)
+    study = load_study(root, cell_keys={cell.key for cell in expand(config)}, confirmation_record=record)
     path = StoreLayout(root).report_file(config.name)
     page = render_report(study, f"lever-grid: {config.name}")
     write_atomic(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))

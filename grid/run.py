@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pandas as pd
 from rich.console import Console
@@ -33,15 +33,11 @@ from store.atomic import write_json
 from store.layout import StoreLayout
 from store.read import connect
 from vocab.cells import stable_hash
+from vocab.console import make_console  # the terminal's width, or LOG_WIDTH in a log (also the tune's)
 from vocab.groups import EngineGroup
 from vocab.paths import project_path, store_path
 from vocab.schema import Config
 from workers.runner import CellOutcome, RunContext
-
-
-def make_console() -> Console:
-    # Wide enough for the summary table when output goes to a file or CI log.
-    return Console(width=None if sys.stdout.isatty() else 160)
 
 
 def run(overrides: list[str], console: Console | None = None) -> int:
@@ -80,8 +76,11 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     if anchors:
         phases = [group_by_engine([anchors[0]]), *phases, group_by_engine([anchors[1]])]
     # Before any launch: weights, engine, store, corpora, prompt lengths, every measured prompt new
-    # to its engine (on the real corpora); every problem at once, one line each (grid/preflight.py).
-    check_before_launch(config, phases)
+    # to its engine (on the real corpora), the corpora the done cells measured; every problem at once,
+    # one line each (grid/preflight.py). Each worker checks its corpus against the hashes read here.
+    chosen = {cell.key for cell in todo}
+    found = check_before_launch(config, phases, kept=[c for c in cells if c.key not in chosen])
+    ctx = replace(ctx, corpus_sha256=found.corpus_sha256)
     console.print(
         f"session {ctx.session_id}: {len(todo)} of {len(cells)} cells to run "
         f"({len(cells) - len(todo)} already in the store) on {len(phases[len(phases) // 2])} engine launches"
@@ -127,6 +126,11 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     if stop:
         console.print(f"[red]stopped[/]: {stop.reason}")
     code = exit_code(stop, counts)
+    if code == 0 and not stop and config.grid.confirm.enabled:
+        from grid.confirm import confirm  # the held-out figure of each model's choice (grid/confirm.py)
+
+        console.rule("held-out confirmation")
+        code = confirm(overrides)
     if stop.signum is not None:
         from grid.schedule import disconnect
 
@@ -193,7 +197,7 @@ def launch(
     the cells no other driver is measuring (grid/lease.py).
     """
     layout = StoreLayout(ctx.store_root)
-    session = fingerprint(ctx.session_id, stable_hash(asdict(config)))
+    session = fingerprint(ctx.session_id, stable_hash(asdict(config)), ctx.corpus_sha256)
     write_json(layout.session_file(ctx.session_id), session)
     total = sum(len(g.cells) for groups in phases for g in groups)
     last: dict[str, CellOutcome] = {}  # cell key -> its latest attempt

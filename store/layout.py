@@ -8,6 +8,7 @@
   <root>/logs/<session_id>/<engine_key>.log              engine logs
   <root>/equivalence/<session_id>.parquet                output-equivalence verdicts
   <root>/reports/<experiment>.html                       `python -m grid report`
+  <root>/confirmations/<experiment>.json                 what `python -m grid confirm` measures
 
 An attempt counts only once its manifest says `ok`; files without one are
 leftovers of an interrupted write and are ignored.
@@ -53,6 +54,12 @@ class StoreLayout:
 
     def report_file(self, experiment: str) -> StoreRoot:
         return self.reports_dir() / f"{experiment}.html"
+
+    def confirmations_dir(self) -> StoreRoot:
+        return self.root / "confirmations"
+
+    def confirmation_file(self, experiment: str) -> StoreRoot:
+        return self.confirmations_dir() / f"{experiment}.json"
 
     def logs_dir(self, session_id: str) -> StoreRoot:
         return self.root / "logs" / session_id

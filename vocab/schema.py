@@ -270,6 +270,20 @@ class AnchorSpec:
 
 
 @dataclass
+class ConfirmSpec:
+    """The held-out confirmation a run ends with (grid/confirm.py, analysis/confirmation.py)."""
+
+    # After a `grid run` with nothing left failed: measure each model's final configuration and van
+    # again in a fresh session on a new prompt seed, so Table 1 has a figure free of the selection.
+    enabled: bool = False
+    # The confirmation's load.seed is the run's + this: no repeat of the selection (seed + r, r <
+    # seed_step) draws the same prompt order, and the cells get keys of their own.
+    seed_step: int = ranged(1000, lo=1)
+    # grid.repeats of the confirmation; None: the grid's own.
+    repeats: int | None = ranged(None, lo=2, why="the confirmation's interval needs 2 repeats a side")
+
+
+@dataclass
 class GridSpec:
     """The grid: every combination of these names is a cell."""
 
@@ -300,6 +314,7 @@ class GridSpec:
     # its measured prompts would not be new (grid/prompt_audit.py checks).
     own_engine_corpora: list[str] = field(default_factory=lambda: ["mix"])
     anchor: AnchorSpec = field(default_factory=AnchorSpec)
+    confirm: ConfirmSpec = field(default_factory=ConfirmSpec)
 
 
 @dataclass

@@ -1,0 +1,133 @@
+"""Each model's held-out confirmation: the figure to deploy on, beside the selection's. Pure.
+
+Table 1's "x over van" is the figure the final lever was selected on: when
+several noisy levers compete, the one that reads best reads high (the winner's
+curse; experiments/procedure_power.py measures it). `python -m grid confirm`
+(grid/confirm.py; `grid.confirm.enabled` runs it at the end of `grid run`)
+measures each model's final configuration and van again, in a fresh session,
+on fresh engines, with a prompt seed the selection never used, on the corpora
+the selection scored it on. This module judges those cells alone, by the same
+rule (analysis.decision.judge through analysis.final.lever_scores), so the
+figure carries none of the selection: "confirmed" only when its interval lies
+wholly above 1 + the confirmation session's drift band.
+
+A confirmation is of one configuration: when the study now selects another
+(more cells measured since), it is stale and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from analysis.decision import judge
+from analysis.drift import drift_band
+from analysis.final import FINAL_CORPUS, lever_scores
+from analysis.medians import sessions_of
+from vocab.cells import REFERENCE_LEVER
+
+CONFIRMED = "confirmed"
+NOT_CONFIRMED = "not confirmed"
+CONFIRM_COLUMNS = ["model", "confirmed_of", "confirmed_x", "confirmed_ci_lo", "confirmed_ci_hi",
+                   "confirmed_n", "confirmed_label", "confirmation", "confirmed_prompts_seen"]  # fmt: skip
+
+
+def planned_label(final_row: Mapping[str, Any]) -> str:
+    """What a confirmation of this final row measures: 'bestkpad K=8 (mix:8)'."""
+    return f"{final_row['final_label']} ({final_row['final_k_by_corpus']})"
+
+
+def judge_confirmation(rows: pd.DataFrame, drift: pd.DataFrame, final_corpus: str = FINAL_CORPUS) -> dict:
+    """The confirmation's columns from its own cells' medians (one model: the final lever and van)."""
+    if rows.empty:
+        return {"confirmation": "not measured yet: rerun the same `python -m grid confirm` to resume"}
+    scores, _ = lever_scores(rows, final_corpus)
+    van = scores[scores["lever"] == REFERENCE_LEVER]
+    lever = scores[scores["lever"] != REFERENCE_LEVER]
+    if van.empty or lever.empty:
+        missing = "van" if van.empty else "the final lever"
+        return {"confirmation": f"incomplete: no valid {missing} cells yet (rerun `python -m grid confirm`)"}
+    final, reference = lever.iloc[0], van.iloc[0]
+    band = drift_band(drift, sessions_of(pd.DataFrame([final, reference])))
+    j = judge(final["repeats"], reference["repeats"], band)
+    return {
+        "confirmed_x": j.ratio,
+        "confirmed_ci_lo": j.lo,
+        "confirmed_ci_hi": j.hi,
+        "confirmed_n": min(j.n_value, j.n_reference),
+        "confirmed_label": j.label,
+        "confirmation": CONFIRMED if j.real_gain else NOT_CONFIRMED,
+    }
+
+
+def confirmations(
+    final: pd.DataFrame,
+    record: Mapping[str, Any] | None,
+    medians: pd.DataFrame,
+    drift: pd.DataFrame,
+    final_corpus: str = FINAL_CORPUS,
+    command: str = "python -m grid confirm",
+    seen: Mapping[str, float] | None = None,
+) -> pd.DataFrame:
+    """One row per model of `final` (analysis.final.final_levers): its confirmation's figure, or why none.
+
+    `record`: grid/confirm.py's record ({"models": [{"model", "planned", ...}]}) or None when no
+    confirmation was planned; `medians`: analysis.medians.lever_medians of the record's cells;
+    `seen`: prompts_seen of those cells.
+    """
+    planned: dict[str, str] = {m["model"]: m["planned"] for m in (record or {}).get("models", [])}
+    rows = []
+    for row in final.to_dict("records"):
+        model = row["model"]
+        out: dict[str, Any] = {"model": model, "confirmed_of": planned.get(model)}
+        if not isinstance(row.get("final_lever"), str):
+            out["confirmation"] = "no final lever"
+        elif row["final_lever"] == REFERENCE_LEVER:
+            out["confirmation"] = "van: nothing to confirm"
+        elif model not in planned:
+            out["confirmation"] = f"not run: {command} (same overrides as the run)"
+        elif planned[model] != planned_label(row):
+            out["confirmation"] = (
+                f"stale: confirms {planned[model]}, the study now selects {planned_label(row)}; "
+                f"rerun {command}"
+            )
+        else:
+            mine = medians[medians["model"] == model] if not medians.empty else medians
+            out |= judge_confirmation(mine, drift, final_corpus)
+            out["confirmed_prompts_seen"] = (seen or {}).get(model)
+        rows.append(out)
+    return pd.DataFrame(rows, columns=CONFIRM_COLUMNS)
+
+
+def confirmation_words(row: Mapping[str, Any]) -> str:
+    """'confirmed 1.12x [1.05, 1.19]' or the reason there is no figure."""
+    x = row.get("confirmed_x")
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return str(row.get("confirmation"))
+    return f"{row['confirmation']}: {x:.3f}x [{row['confirmed_ci_lo']:.3f}, {row['confirmed_ci_hi']:.3f}]"
+
+
+def prompts_seen(confirming: pd.DataFrame, selection: pd.DataFrame) -> dict[str, float]:
+    """Per model: the share of the confirmation's measured prompts that the selection's cells measured too.
+
+    A new seed draws a new order; in a corpus not much larger than one draw the two overlap
+    (all of it where the grid measures every prompt). Each cell is a fresh engine either way;
+    this says how much of the confirmation's prompt sample is the selection's.
+    """
+    column = "measured_prompt_hashes"
+    if confirming.empty or column not in confirming or column not in selection:
+        return {}
+
+    def hashes(frame: pd.DataFrame) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for model, text in frame[["model", column]].itertuples(index=False):
+            if isinstance(text, str):
+                out.setdefault(model, set()).update(json.loads(text))
+        return out
+
+    seen = hashes(selection)
+    return {model: len(h & seen.get(model, set())) / len(h) for model, h in hashes(confirming).items() if h}
