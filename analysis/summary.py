@@ -7,13 +7,15 @@ damaged file, attempts that failed (latest_cells, from store.read.connect's
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 import pandas as pd
 from rich.console import Console
-from rich.table import Table
 
 from analysis.decision import judge
 from analysis.drift import drift_band, session_drift
@@ -21,6 +23,7 @@ from analysis.load import invalid_left_out, left_out
 from analysis.medians import lever_medians
 from analysis.repeats import aggregate_repeats
 from store.read import connect, has_view
+from vocab.console import Col, make_console, print_table
 
 COLUMNS = [
     "model",
@@ -89,31 +92,43 @@ def _validity(row: object) -> str:
     return "VALID" if valid else "INVALID"
 
 
-def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[str] | None = None) -> None:
-    """The table, then a line per cell left out of it (`left`, default `frame.attrs["left_out"]`)."""
-    table = Table(title="cells (latest ok attempt each)")
-    headers = [
-        "model",
-        "corpus",
-        "lever",
-        "K",
-        "out tok/s",
-        "bench tok/s",
-        "TTFT p50 ms",
-        "TPOT p50 ms",
-        "accept",
-        "draft tok/draft",
-        "step ms",
-        "tok/step",
-        "x van",
-        "ready s",
-        "ok/err",
-        "valid",
-    ]
-    for header in headers:
-        table.add_column(header, justify="right" if header not in ("model", "corpus", "lever") else "left")
-    for row in frame.itertuples():
-        table.add_row(
+# The cells table's columns, and which go first when the console is too narrow for all of them
+# (vocab/console.py): the labels, out tok/s, x van and the VALID flag always stay, whole.
+CELL_COLUMNS = [
+    Col("model", "left"),
+    Col("corpus", "left"),
+    Col("lever", "left"),
+    Col("K"),
+    Col("out tok/s", no_wrap=False),
+    Col("bench tok/s", no_wrap=False),
+    Col("TTFT p50 ms", no_wrap=False),
+    Col("TPOT p50 ms", no_wrap=False),
+    Col("accept", no_wrap=False),
+    Col("draft tok/draft", no_wrap=False),
+    Col("step ms", no_wrap=False),
+    Col("tok/step", no_wrap=False),
+    Col("x van", no_wrap=False),
+    Col("ready s", no_wrap=False),
+    Col("ok/err", no_wrap=False),
+    Col("valid"),
+]
+CELL_DROP = [
+    "draft tok/draft",
+    "tok/step",
+    "step ms",
+    "ready s",
+    "bench tok/s",
+    "ok/err",
+    "accept",
+    "TPOT p50 ms",
+    "TTFT p50 ms",
+]
+
+
+def cell_rows(frame: pd.DataFrame) -> list[list[str]]:
+    """The cells table's rows (CELL_COLUMNS), as text."""
+    return [
+        [
             row.model,
             row.corpus,
             row.lever,
@@ -130,9 +145,26 @@ def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[s
             _fmt(row.engine_ready_s, 0),
             f"{_fmt(row.n_ok, 0)}/{_fmt(row.n_errors, 0)}",
             _validity(row),
-        )
-    console = console or Console(width=160)
-    console.print(table)
+        ]
+        for row in frame.itertuples()
+    ]
+
+
+def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[str] | None = None) -> None:
+    """The table, then a line per cell left out of it (`left`, default `frame.attrs["left_out"]`).
+
+    At the console's width (vocab/console.py: the terminal's, or LOG_WIDTH in a log): columns
+    that do not fit are left out (CELL_DROP, named below the table), never cut.
+    """
+    console = console or make_console()
+    print_table(
+        console,
+        "cells (latest ok attempt each)",
+        CELL_COLUMNS,
+        cell_rows(frame),
+        CELL_DROP,
+        "`python -m grid summary format=csv`",
+    )
     console.print(
         "out tok/s: output tokens inside the steady-state window / its length; bench tok/s: "
         "completed tokens / first send to last completion (as vllm bench serve); step ms, tok/step: "
@@ -152,6 +184,71 @@ def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[s
         console.print(line, markup=False, highlight=False)
 
 
+# `python -m grid summary format=json|csv`: one record per cell, these fields (null where the
+# store has none); the store's every column is in the DuckDB views (store.read.connect).
+EXPORT_COLUMNS = [
+    "label",
+    "cell_key",
+    "attempt_id",
+    "session_id",
+    "model",
+    "corpus",
+    "lever",
+    "k",
+    "repeat",
+    "output_tok_per_s",
+    "bench_output_tok_per_s",
+    "ttft_ms_p50",
+    "tpot_ms_p50",
+    "acceptance_rate",
+    "draft_tokens_per_draft",
+    "chunk_gap_ms_p50",
+    "tokens_per_chunk",
+    "speedup_vs_van",
+    "engine_ready_s",
+    "n_ok",
+    "n_errors",
+    "valid",
+    "invalid_reasons",
+    "prompts_reused",
+]
+
+
+def cell_label(model: str, lever: str, k: object, corpus: str, repeat: object) -> str:
+    """A cell's label as the grid names it (vocab/cells.py: model/lever[-kK]/corpus/rN)."""
+    lever_k = f"{lever}-k{int(k)}" if k is not None and pd.notna(k) and k else lever
+    rep = int(repeat) if repeat is not None and pd.notna(repeat) else 0
+    return f"{model}/{lever_k}/{corpus}/r{rep}"
+
+
+def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """latest_cells' frame as exported: EXPORT_COLUMNS, one row per cell."""
+    out = frame.copy()
+    for name in EXPORT_COLUMNS:
+        if name not in out.columns:
+            out[name] = None
+    out["label"] = [
+        cell_label(r.model, r.lever, r.k, r.corpus, r.repeat)
+        for r in out[["model", "lever", "k", "corpus", "repeat"]].itertuples()
+    ]
+    return out[EXPORT_COLUMNS].reset_index(drop=True)
+
+
+def export(frame: pd.DataFrame, fmt: str, out: TextIO) -> None:
+    """Write latest_cells' `frame` to `out` as JSON ({"cells": [...], "left_out": [...]}) or CSV
+    (a header, then one row per cell; the cells left out go to stderr, one line each)."""
+    table = export_frame(frame)
+    left = list(frame.attrs.get("left_out", []))
+    if fmt == "csv":
+        table.to_csv(out, index=False)
+        for line in left:
+            print(line, file=sys.stderr)
+        return
+    cells = json.loads(table.to_json(orient="records"))
+    json.dump({"cells": cells, "left_out": left}, out, indent=2)
+    out.write("\n")
+
+
 def x_van(medians: pd.DataFrame, drift: pd.DataFrame | None = None) -> dict[tuple, object]:
     """Per (model, corpus, lever, k) other than van: analysis.decision's judgement against van's repeats,
     beyond the drift band of the sessions both ran in (analysis.drift, from the sessions' anchor
@@ -168,6 +265,21 @@ def x_van(medians: pd.DataFrame, drift: pd.DataFrame | None = None) -> dict[tupl
     return out
 
 
+# The interval and its label wrap at their spaces (each word whole); the labels and n do not. On a
+# narrow console MAD, then the median go first: the interval and its label are the table's point.
+REPEAT_COLUMNS = [
+    Col("model", "left"),
+    Col("corpus", "left"),
+    Col("lever", "left"),
+    Col("K"),
+    Col("n"),
+    Col("median", no_wrap=False),
+    Col("MAD", no_wrap=False),
+    Col("x van [90% CI]", "left", no_wrap=False, want=16),
+    Col("label", "left", no_wrap=False, want=12),
+]
+
+
 def render_repeats(frame: pd.DataFrame, console: Console, anchors: pd.DataFrame | None = None) -> None:
     """Median and MAD over repeats (VALID cells only, saying how many were left out); x van, its
     interval and label beyond the drift band of `anchors` (analysis.load.anchor_runs)."""
@@ -178,15 +290,14 @@ def render_repeats(frame: pd.DataFrame, console: Console, anchors: pd.DataFrame 
         if {"session_id", "output_tok_per_s"} <= set(frame.columns)
         else {}
     )
-    table = Table(title="repeats: output tok/s in the window (VALID cells)")
-    for header in ("model", "corpus", "lever", "K", "n", "median", "MAD", "x van [90% CI]", "label"):
-        table.add_column(header)
+    rows = []
     for row in table_data.itertuples():
         j = judged.get((row.model, row.corpus, row.lever, row.k))
-        table.add_row(row.model, row.corpus, row.lever, str(row.k or "-"), str(row.n),
-                      _fmt(row.median), _fmt(row.mad), j.interval_words() if j else "-",
-                      j.label if j else "-")  # fmt: skip
-    console.print(table)
+        rows.append([row.model, row.corpus, row.lever, str(row.k or "-"), str(row.n), _fmt(row.median),
+                     _fmt(row.mad), j.interval_words() if j else "-", j.label if j else "-"])  # fmt: skip
+    print_table(
+        console, "repeats: output tok/s in the window (VALID cells)", REPEAT_COLUMNS, rows, ["MAD", "median"]
+    )
     console.print(
         "x van: ratio of geometric means over repeats, its 90% t-interval (paired by session and repeat), "
         "judged beyond the drift band of the session's anchor runs (analysis/decision.py); "

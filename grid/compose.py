@@ -481,14 +481,15 @@ def check_names(cfg: DictConfig, catalog: Catalog) -> None:
             known(group, [name], f"grid.anchor.{group}")
 
 
-def pop_format(overrides: list[str]) -> tuple[str, list[str]]:
-    """Split a command's own `format=table|json` from the Hydra overrides (plan, corpus)."""
-    fmt, rest = "table", []
+def pop_format(overrides: list[str], allowed: tuple[str, ...] = ("table", "json")) -> tuple[str, list[str]]:
+    """Split a command's own `format=...` (one of `allowed`, the first the default) from the Hydra
+    overrides (plan, corpus: table|json; status: table|json; summary: table|json|csv)."""
+    fmt, rest = allowed[0], []
     for item in overrides:
         if item.startswith("format="):
             fmt = item.split("=", 1)[1]
         else:
             rest.append(item)
-    if fmt not in ("table", "json"):
-        raise ConfigError(f"format must be table or json, got '{fmt}'")
+    if fmt not in allowed:
+        raise ConfigError(f"format must be {', '.join(allowed[:-1])} or {allowed[-1]}, got '{fmt}'")
     return fmt, rest

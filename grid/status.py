@@ -1,31 +1,45 @@
-"""`python -m grid status`: the grid's cells as the store sees them."""
+"""`python -m grid status`: the grid's cells as the store sees them (format=json: the same, as JSON)."""
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from collections import Counter
+from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from analysis.gpu_time import share_line
 from analysis.summary import latest_cells
-from grid.compose import check_run_mode, compose_config
+from grid.compose import check_run_mode, compose_config, pop_format
 from grid.expand import expand, to_config
 from grid.ledger import DAMAGED, DONE, FAILED, INTERRUPTED, INVALID, PENDING, build_ledger
+from store.fs import redact
 from store.lease import all_leases
+from vocab.console import Col, make_console, print_table
 from vocab.paths import store_path
+
+# "cells not done": the label and status stay whole; the key goes first at a narrow console (a label
+# names the cell for run.force as well), the last error wraps.
+NOT_DONE_COLUMNS = [
+    Col("cell", "left"),
+    Col("key", "left"),
+    Col("status", "left"),
+    Col("attempts"),
+    Col("last error", "left", no_wrap=False, fold=True),
+]
 
 
 def status(overrides: list[str], console: Console | None = None, checksums: bool = True) -> int:
     """Print done / invalid / failed / interrupted / damaged / pending counts, each cell's last error,
     every damaged file by name, the cells other drivers hold leases on (and their owners),
-    and the GPU time share.
+    and the GPU time share; with `format=json`, one JSON object on stdout instead (status_record).
 
     A cell is done only if its files are whole: sizes and sha256 checksums as
     recorded (`checksums=False`, `status --quick`: sizes only).
     """
-    console = console or Console()
+    fmt, overrides = pop_format(overrides, ("table", "json"))
     cfg = compose_config(overrides)
     check_run_mode(cfg)
     config = to_config(cfg)
@@ -33,6 +47,11 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
     root = store_path(config.paths.store, config.paths.store_options)
     ledger = build_ledger(root, checksums)
     labels = {c.key: c.label for c in cells}
+    if fmt == "json":
+        json.dump(status_record(config.name, cells, ledger, root, checksums), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    console = console or make_console()
     damaged = {str(d): d for d in ledger.damaged}
     for problem in ledger.problems:
         label = labels.get(damaged[problem].cell_key) if problem in damaged else None
@@ -73,16 +92,55 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
         line := share_line(measured[measured["cell_key"].isin({c.key for c in cells})])
     ):
         console.print(line)
-    table = Table(title="cells not done")
-    for header in ("cell", "key", "status", "attempts", "last error"):
-        table.add_column(header, overflow="fold")
+    rows = []
     for cell in cells:
         state = ledger.states.get(cell.key)
         if state is None or state.status != DONE:
-            error = (state.last_error or "").splitlines()[0][:120] if state and state.last_error else ""
-            table.add_row(
-                cell.label, cell.key, ledger.status(cell.key), str(state.attempts if state else 0), error
-            )
-    if table.row_count:
-        console.print(table)
+            rows.append([cell.label, cell.key, ledger.status(cell.key), str(state.attempts if state else 0),
+                         last_error(state)])  # fmt: skip
+    if rows:
+        print_table(console, "cells not done", NOT_DONE_COLUMNS, rows, ["key"], "format=json")
     return 0
+
+
+def last_error(state: Any) -> str:
+    """The first line of a cell's last error, at most 120 characters ("" when none)."""
+    return (state.last_error or "").splitlines()[0][:120] if state and state.last_error else ""
+
+
+def status_record(name: str, cells: list, ledger: Any, root: Any, checksums: bool) -> dict[str, Any]:
+    """`status format=json`: the experiment, the store, counts by status, every cell (label, key,
+    status, attempts, last error), the store's problems and the leases other drivers hold."""
+    counts = Counter(ledger.status(c.key) for c in cells)
+    keys = {c.key for c in cells}
+    now = time.time()
+    return {
+        "experiment": name,
+        "store": redact(str(root)),
+        "checksums": checksums,
+        "counts": {
+            "cells": len(cells),
+            **{s: counts[s] for s in (DONE, INVALID, FAILED, INTERRUPTED, DAMAGED, PENDING)},
+        },
+        "problems": list(ledger.problems),
+        "leases": [
+            {
+                "cell_key": lease.cell_key,
+                "holder": lease.holder(),
+                "expired": lease.expired(now),
+                "expires_in_s": round(lease.expires_at - now, 1),
+            }
+            for lease in all_leases(root)
+            if lease.cell_key in keys
+        ],
+        "cells": [
+            {
+                "label": cell.label,
+                "key": cell.key,
+                "status": ledger.status(cell.key),
+                "attempts": state.attempts if (state := ledger.states.get(cell.key)) else 0,
+                "last_error": last_error(state) or None,
+            }
+            for cell in cells
+        ],
+    }
