@@ -1,8 +1,10 @@
-"""`python -m grid corpus`: every configured corpus with its size and prompt-length percentiles.
+"""`python -m grid corpus`: every configured corpus with its hash, size and prompt-length percentiles.
 
 Built corpora carry a `<name>.meta.json` (assets/corpora.py) with their token
-statistics; a bring-your-own trace without one is read to count its prompts
-(and its bad rows), and its lengths show as unknown.
+statistics and sha256; a bring-your-own trace without one is read to count its
+prompts (and its bad rows), and its lengths show as unknown. The hash shown is
+of the bytes on disk now (workers/prompts.py:content_sha256), what a run would
+plan and record; a built corpus whose bytes no longer match its meta says so.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from vocab.errors import ConfigError
 from vocab.paths import project_path
 from vocab.schema import CorpusSpec
 
-COLUMNS = ("corpus", "endpoint", "prompts", "cap", "p50", "p90", "p99", "max", "licenses", "state")
+# Hex digits of the hash in the table (format=json and meta.json carry all 64).
+SHOWN = 16
+COLUMNS = ("corpus", "sha256", "endpoint", "prompts", "cap", "p50", "p90", "p99", "max", "licenses", "state")
 NUMERIC = ("prompts", "cap", "p50", "p90", "p99", "max")
 
 
@@ -36,10 +40,15 @@ def describe(spec: CorpusSpec, data_dir: Path) -> dict[str, Any]:
     path = data_dir / spec.path
     row: dict[str, Any] = {"corpus": spec.name, "endpoint": spec.endpoint, "path": str(path)}
     meta_file = path.with_suffix(".meta.json")
+    from workers.prompts import content_sha256
+
+    if path.exists():
+        row["sha256"] = content_sha256(path)
     if meta_file.is_file():
         meta = json.loads(meta_file.read_text())
         stats = meta.get("prompt_tokens", {})
         row |= {"prompts": meta.get("prompts"), "cap": meta.get("max_prompt_tokens"), "state": ""}
+        row["state"] = meta_state(meta.get("sha256"), row.get("sha256"))
         row |= {key: stats.get(key) for key in ("p50", "p90", "p99", "max")}
         licenses = meta.get("licenses", [])
         row["licenses"] = ", ".join(licenses) if len(licenses) <= 2 else f"{len(licenses)} kinds"
@@ -57,6 +66,17 @@ def describe(spec: CorpusSpec, data_dir: Path) -> dict[str, Any]:
     return row | {"prompts": len(corpus.prompts), "licenses": spec.license, "state": state}
 
 
+def meta_state(recorded: str | None, actual: str | None) -> str:
+    """'' when the file has the bytes its meta hashed; else what is wrong and the fix."""
+    if actual is None:
+        return "missing: run `make assets`"
+    if recorded is None:
+        return "built without a hash: rebuild with `make assets`"
+    if recorded != actual:
+        return f"changed since built (meta says {recorded[:SHOWN]}): rebuild with `make assets`"
+    return ""
+
+
 def corpus(overrides: list[str], console: Console | None = None) -> int:
     """Print the table, or JSON with `format=json` (like `plan`)."""
     fmt, rest = pop_format(overrides)
@@ -70,7 +90,8 @@ def corpus(overrides: list[str], console: Console | None = None) -> int:
     for column in COLUMNS:
         table.add_column(column, justify="right" if column in NUMERIC else "left", no_wrap=column != "state")
     for row in rows:
-        table.add_row(*("" if row.get(c) is None else str(row[c]) for c in COLUMNS))
-    # Piped output would be cut to 80 columns; the table needs about 110.
-    (console or Console(width=None if sys.stdout.isatty() else 120)).print(table)
+        shown = {**row, "sha256": row.get("sha256", "")[:SHOWN] or None}
+        table.add_row(*("" if shown.get(c) is None else str(shown[c]) for c in COLUMNS))
+    # Piped output would be cut to 80 columns; the table needs about 130.
+    (console or Console(width=None if sys.stdout.isatty() else 140)).print(table)
     return 0

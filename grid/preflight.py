@@ -12,6 +12,9 @@ Two stages, so that every problem shows at once wherever that is cheap:
   sends against its engine's context (grid/prompt_fit.py), and measured
   prompts that would not be new to their engine. `run` stops on any of them
   before Ray or an engine starts; `plan` shows them as warnings.
+- the corpora's hashes: each corpus's sha256 as read here is what the run
+  plans (workers check it, cells record it); a resume whose done cells
+  recorded another hash for a corpus stops (grid/corpus_resume.py).
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ from pathlib import Path
 
 from grid.catalog import load_spec
 from grid.compose import run_mode_problem
+from grid.corpus_resume import resume_problems
 from grid.prompt_audit import (
     CellPrompts,
     CorpusKey,
     CorpusRead,
     SentKey,
     audit_groups,
+    corpus_key,
     read_corpora,
     repeat_problems,
 )
@@ -275,6 +280,8 @@ class Inspection:
     audit: list[CellPrompts] = field(default_factory=list)
     corpora: dict[CorpusKey, CorpusRead] = field(default_factory=dict)
     fits: list[Fit] = field(default_factory=list)
+    # Corpus name -> sha256 of the bytes read: what the run plans, records and checks on each node.
+    corpus_sha256: dict[str, str] = field(default_factory=dict)
 
 
 def inspect(config: Config, groups: list[EngineGroup]) -> Inspection:
@@ -291,6 +298,10 @@ def inspect(config: Config, groups: list[EngineGroup]) -> Inspection:
         found.problems.append(store)
     found.corpora = read_corpora(groups, data_dir)
     found.problems += [read.error for read in found.corpora.values() if read.error]
+    for cell in cells:
+        read = found.corpora[corpus_key(cell.corpus)]
+        if read.corpus is not None and read.corpus.sha256:
+            found.corpus_sha256[cell.corpus.name] = read.corpus.sha256
     sent: dict[SentKey, set[str]] = {}
     found.audit = audit_groups(
         groups, data_dir, config.gates.equivalence.probe_prompts, corpora=found.corpora, sent=sent
@@ -317,11 +328,21 @@ def inspect(config: Config, groups: list[EngineGroup]) -> Inspection:
     return found
 
 
-def check_before_launch(config: Config, phases: list[list[EngineGroup]]) -> list[CellPrompts]:
-    """Stop on every stage-2 problem of the run's phases, all at once; return the prompt audit."""
+def check_before_launch(
+    config: Config, phases: list[list[EngineGroup]], kept: list[Cell] | None = None
+) -> Inspection:
+    """Stop on every stage-2 problem of the run's phases, all at once; return what was found.
+
+    `kept`: the grid's cells that this run does not measure again; a corpus
+    whose hash differs from what their stored results recorded stops the run
+    (grid/corpus_resume.py). The returned `corpus_sha256` is what the workers check.
+    """
     found = inspect(config, [group for groups in phases for group in groups])
+    if kept and found.corpus_sha256:
+        root = store_path(config.paths.store, config.paths.store_options)
+        found.problems += resume_problems(root, kept, found.corpus_sha256, found.corpora)
     raise_problems(found.problems)
-    return found.audit
+    return found
 
 
 def object_store_problem(root: StorePath) -> str | None:

@@ -122,12 +122,19 @@ def gpu_fingerprint(nvml: ModuleType | None = None) -> dict[str, Any]:
     }
 
 
-def fingerprint(session_id: str, config_hash: str) -> dict[str, Any]:
-    """The driver's view of the environment at the session's start; engines add their version per cell."""
+def fingerprint(
+    session_id: str, config_hash: str, corpus_sha256: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The driver's view of the environment at the session's start; engines add their version per cell.
+
+    `corpora`: the sha256 of every corpus the session's cells use, as the driver read them before
+    launch (each cell's row carries its own as `corpus_sha256`).
+    """
     host = socket.gethostname()
     return {
         "session_id": session_id,
         "config_hash": config_hash,
+        "corpora": [{"corpus": name, "sha256": sha} for name, sha in sorted((corpus_sha256 or {}).items())],
         "host": host,
         "hosts": [host],
         "platform": platform.platform(),

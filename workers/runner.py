@@ -39,6 +39,7 @@ from workers.probe import ProbeError, ProbeRow, run_probe
 from workers.prompts import (
     Prompt,
     cell_schedule,
+    check_planned,
     distinct,
     probe_prompts,
     prompt_seed,
@@ -64,6 +65,8 @@ class RunContext:
     node_id: str | None = None
     # Room the store needs before each engine start (run.min_store_free_mb).
     min_store_free_bytes: int = MIN_FREE_BYTES
+    # Corpus name -> the sha256 the driver read before launch: a node that reads other bytes stops the cell.
+    corpus_sha256: dict[str, str] = field(default_factory=dict)
 
 
 # How long a failed cell waits for a dying engine to exit before blaming what failed instead.
@@ -262,7 +265,9 @@ def run_cell(
     served = served if served is not None else ServedPrompts()
     stage = stage if stage is not None else CellStage()
     clock = PhaseClock()
-    corpus = read_corpus(ctx.data_dir / cell.corpus.path, cell.corpus.format, cell.corpus.skip_bad_rows)
+    corpus_path = ctx.data_dir / cell.corpus.path
+    corpus = read_corpus(corpus_path, cell.corpus.format, cell.corpus.skip_bad_rows)
+    check_planned(corpus, cell.corpus.name, corpus_path, ctx.corpus_sha256.get(cell.corpus.name))
     plan = cell_schedule(cell, corpus, cell.load.allow_repeats)
     reuse = served.measured_reuse(plan.warmup, plan.measured, cell.corpus.name, cell.repeat)
     endpoint = engine.endpoint
@@ -301,6 +306,7 @@ def run_cell(
     summary.update(reuse.as_columns())
     summary["prompt_seed"] = prompt_seed(cell.load.seed, cell.repeat)
     summary["prompts_distinct_available"] = len(distinct(corpus.prompts))
+    summary["corpus_sha256"] = corpus.sha256  # the bytes this cell's prompts came from
     # What the engine was sent, by content hash, so a reader can check the reuse counts.
     summary["warmup_prompt_hashes"] = json.dumps([p.content_hash for p in plan.warmup])
     summary["measured_prompt_hashes"] = json.dumps([p.content_hash for p in plan.measured])

@@ -39,3 +39,42 @@ def test_json_lists_every_configured_corpus(capsys):
         "agentic",
         "mix",
     } <= names
+
+
+def test_each_corpus_shows_the_hash_of_its_bytes_and_a_file_changed_since_its_meta(tmp_path, capsys):
+    import hashlib
+
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "prompt": "x"}\n')
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    meta = {"prompts": 1, "max_prompt_tokens": 100, "licenses": ["MIT"], "prompt_tokens": {}, "sha256": sha}
+    (tmp_path / "c.meta.json").write_text(json.dumps(meta))
+    spec = CorpusSpec(name="c", path="c.jsonl")
+    row = describe(spec, tmp_path)
+    assert row["sha256"] == sha and row["state"] == ""
+    path.write_text('{"id": "a", "prompt": "y"}\n')
+    row = describe(spec, tmp_path)
+    assert row["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert row["state"] == f"changed since built (meta says {sha[:16]}): rebuild with `make assets`"
+    (tmp_path / "t.jsonl").write_text('{"prompt": "a"}\n')
+    own = describe(CorpusSpec(name="t", path="t.jsonl"), tmp_path)
+    assert own["sha256"] == hashlib.sha256(b'{"prompt": "a"}\n').hexdigest() and own["state"] == "own trace"
+
+
+def test_the_table_prints_every_corpus_hash(capsys):
+    assert corpus([]) == 0
+    out = capsys.readouterr().out
+    assert "sha256" in out
+    for row in corpus_rows_of_config():
+        if row.get("sha256"):
+            assert row["sha256"][:16] in out, row["corpus"]
+
+
+def corpus_rows_of_config():
+    from grid.catalog import catalog_of
+    from grid.compose import compose_config
+    from grid.corpus_report import corpus_rows
+    from vocab.paths import project_path
+
+    cfg = compose_config([])
+    return corpus_rows(project_path(cfg.paths.data_dir), catalog_of(cfg))

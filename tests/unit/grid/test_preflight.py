@@ -369,3 +369,83 @@ def test_a_bad_row_hint_names_the_corpus_to_set_skip_bad_rows_on(tmp_path):
     summary = plan_summary(["experiment=smoke", "grid.corpora=[lat]", f"+corpus.lat.path={trace}"])
     (line,) = [w for w in summary["warnings"] if "not UTF-8" in w]
     assert "+corpus.lat.skip_bad_rows=true" in line and "<name>" not in line, line
+
+
+# --- a resume over a changed corpus (issue 30) ----------------------------------------------------
+
+
+def store_done_cells(root, args, hashes=True):
+    """Every cell of the grid but the first done, as a worker stores it (corpus hash, measured prompts)."""
+    from grid.expand import expand, to_config
+    from store.layout import StoreLayout
+    from store.writer import write_ok_attempt
+    from workers.load import RequestRecord
+    from workers.prompts import cell_schedule, read_corpus
+
+    cells = expand(to_config(compose_config(args)))
+    layout = StoreLayout(root / "store")
+    for cell in cells[1:]:
+        corpus = read_corpus(root / "data" / cell.corpus.path)
+        measured = [p.content_hash for p in cell_schedule(cell, corpus, False).measured]
+        summary = {**cell.as_record(), "valid": True, "output_tok_per_s": 1.0}
+        summary["measured_prompt_hashes"] = json.dumps(measured)
+        if hashes:
+            summary["corpus_sha256"] = corpus.sha256
+        tags = {"session_id": "s0", "cell_key": cell.key, "attempt_id": f"s0-{cell.key[:8]}"}
+        record = RequestRecord(0, "p0", "measure", send_ns=0, end_ns=10, chunk_ns=[1], n_chunks=1)
+        write_ok_attempt(layout, tags, [record], summary)
+    return cells
+
+
+def run_to_launch(args):
+    return grid.run.run(args, Console(file=io.StringIO(), width=200))
+
+
+def change_a_prompt(root):
+    rows = [{"id": f"cc{i}", "prompt": f"def f{i} x"} for i in range(SMOKE_SENDS)]
+    rows[3]["prompt"] = "def f3 word"
+    write_rows(root / "data" / "corpora" / "code_complete.jsonl", rows)
+
+
+@pytest.mark.parametrize("hashes", [True, False], ids=["hash recorded", "stored before hashes"])
+def test_a_resume_over_a_changed_corpus_stops_before_launch(inputs, no_launch, hashes):
+    from workers.prompts import content_sha256
+
+    args = overrides(inputs, "grid.anchor.enabled=false")
+    cells = store_done_cells(inputs, args, hashes)
+    assert len({c.corpus.name for c in cells}) == 2
+    old = content_sha256(inputs / "data" / "corpora" / "code_complete.jsonl")
+    with pytest.raises(AssertionError, match="launched"):  # the same corpora: on to the launch
+        run_to_launch(args)
+    change_a_prompt(inputs)
+    new = content_sha256(inputs / "data" / "corpora" / "code_complete.jsonl")
+    with pytest.raises(ConfigError) as caught:
+        run_quietly(args)
+    line = str(caught.value)
+    assert "\n" not in line and line.startswith("corpus 'code_complete': ")
+    done = sum(c.corpus.name == "code_complete" for c in cells[1:])
+    measured = (
+        f"sha256 {old[:16]}" if hashes else f"other measured prompts than this copy gives ({done} cells"
+    )
+    assert f"{done} done cell{'s' if done != 1 else ''} of this grid measured {measured}" in line
+    assert (
+        f"this run reads sha256 {new[:16]} from {inputs / 'data' / 'corpora' / 'code_complete.jsonl'}" in line
+    )
+    assert "paths.store=" in line and "run.mode=all" in line
+    with pytest.raises(AssertionError, match="launched"):  # a new study on the new corpus
+        run_to_launch([*args, "run.mode=all"])
+
+
+def test_the_session_records_every_corpus_hash(inputs, monkeypatch):
+    from grid import session
+    from workers.prompts import content_sha256
+
+    seen = {}
+    monkeypatch.setattr(
+        grid.run, "launch", lambda phases, ctx, *rest, **kw: seen.update(ctx.corpus_sha256) or []
+    )
+    run_to_launch(overrides(inputs))
+    data = inputs / "data" / "corpora"
+    assert seen == {name: content_sha256(data / f"{name}.jsonl") for name in ("code_complete", "chat_bench")}
+    record = session.fingerprint("s1", "h", seen)["corpora"]
+    assert record == [{"corpus": name, "sha256": seen[name]} for name in sorted(seen)]

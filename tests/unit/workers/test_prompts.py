@@ -86,3 +86,59 @@ def test_allowed_repeats_cycle_and_count_every_reused_request():
 
 def test_each_repeat_shuffles_with_its_own_seed():
     assert prompt_seed(5, 0) == 5 and prompt_seed(5, 2) == 7
+
+
+# --- corpora by content (issue 30) ---------------------------------------------------------------
+
+
+def test_a_corpus_is_hashed_by_its_bytes_file_or_folder(tmp_path):
+    import hashlib
+
+    from workers.prompts import content_sha256, read_corpus
+
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "prompt": "x"}\n')
+    assert content_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert read_corpus(path).sha256 == content_sha256(path)
+    folder = tmp_path / "saved"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "data.arrow").write_bytes(b"rows")
+    (folder / "sub" / "state.json").write_text("{}")
+    before = content_sha256(folder)
+    (folder / "sub" / "state.json").rename(folder / "sub" / "other.json")
+    assert content_sha256(folder) != before
+
+
+def test_a_corpus_that_is_not_the_planned_one_stops_the_cell_with_one_line(tmp_path):
+    from vocab.cells import Cell
+    from workers.prompts import CorpusChanged, check_planned, read_corpus
+    from workers.runner import RunContext, run_cell
+
+    path = tmp_path / "corpora" / "code_complete.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"def f{i}():"}) + "\n" for i in range(40)))
+    corpus = read_corpus(path)
+    check_planned(corpus, "code_complete", path, corpus.sha256)  # the planned bytes: nothing to say
+    check_planned(corpus, "code_complete", path, None)  # nothing planned: nothing checked
+    planned = "0123456789abcdef" * 4
+    with pytest.raises(CorpusChanged) as caught:
+        check_planned(corpus, "code_complete", path, planned, node="gpu-node-7")
+    line = str(caught.value)
+    assert "\n" not in line
+    assert line.startswith(
+        f"node gpu-node-7: corpus 'code_complete' ({path}) has sha256 {corpus.sha256[:16]}"
+    )
+    assert "the driver planned 0123456789abcdef" in line and "python -m assets" in line
+    # The worker stops the cell there, before its engine is sent anything (no engine needed to show it).
+    from grid.compose import compose_config
+    from grid.expand import expand, to_config
+
+    cell: Cell = next(
+        c for c in expand(to_config(compose_config(["experiment=smoke"]))) if "code_complete" in c.label
+    )
+    assert cell.corpus.path == "corpora/code_complete.jsonl"
+    ctx = RunContext(
+        "s1", tmp_path / "store", tmp_path, tmp_path, tmp_path, corpus_sha256={"code_complete": planned}
+    )
+    with pytest.raises(CorpusChanged, match="the driver planned 0123456789abcdef"):
+        run_cell(cell, None, ctx)

@@ -1,0 +1,56 @@
+"""A node whose corpus is not the bytes the driver planned stops those cells (issue 30).
+
+The driver hashes every corpus before launch; here the code_complete file is
+changed after that and before the workers read it, as a node with its own,
+different copy would read it. Its cells fail with one line naming the node,
+the corpus, both hashes and the fix; chat_bench's cells, whose file is the
+planned one, are measured and carry their corpus's hash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import pandas as pd
+from rich.console import Console
+
+import grid.run
+from grid.run import run
+from store.read import attempts
+from tests.scheduling.conftest import stub_overrides
+from workers.prompts import content_sha256
+
+
+def test_a_node_with_another_corpus_stops_its_cells_and_the_others_run(
+    cluster, inputs, no_leaks, monkeypatch
+):
+    corpora = inputs / "data" / "corpora"
+    planned = {name: content_sha256(corpora / f"{name}.jsonl") for name in ("code_complete", "chat_bench")}
+    real_launch = grid.run.launch
+
+    def launch_after_a_change(phases, ctx, *rest, **kwargs):
+        assert ctx.corpus_sha256 == planned  # what the driver read before launch
+        rows = (corpora / "code_complete.jsonl").read_text().replace("prompt 3", "prompt three")
+        (corpora / "code_complete.jsonl").write_text(rows)
+        return real_launch(phases, ctx, *rest, **kwargs)
+
+    monkeypatch.setattr(grid.run, "launch", launch_after_a_change)
+    with open(os.devnull, "w") as sink:
+        assert run(stub_overrides(inputs, cluster, "run.max_attempts=1"), Console(file=sink, width=160)) == 1
+    changed = content_sha256(corpora / "code_complete.jsonl")
+    found, _ = attempts(inputs / "store")
+    failed = [a for a in found if a.status == "failed"]
+    assert len(failed) == 2 and all(a.status == "ok" for a in found if a not in failed)
+    for attempt in failed:
+        line = attempt.error.splitlines()[0]
+        assert line.startswith(f"CorpusChanged: node {socket.gethostname()}: corpus 'code_complete' (")
+        assert f"has sha256 {changed[:16]}, the driver planned {planned['code_complete'][:16]}" in line
+        assert "python -m assets" in line
+    for attempt in (a for a in found if a.status == "ok"):
+        summary = pd.read_parquet(attempt.folder / "summary.parquet").iloc[0]
+        assert summary["corpus"] == "chat_bench" and summary["corpus_sha256"] == planned["chat_bench"]
+    (session,) = (inputs / "store" / "sessions").glob("*.json")
+    recorded = json.loads(session.read_text())["corpora"]
+    assert recorded == [{"corpus": name, "sha256": planned[name]} for name in sorted(planned)]
