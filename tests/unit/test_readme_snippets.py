@@ -1,0 +1,90 @@
+"""The README's DuckDB snippet ("The store") runs against a store and reads what it says.
+
+It failed with `NameError: Path`, and once fixed it mixed the drift anchors' runs (and the van
+replicates, and every attempt of a cell measured again) in with the cells (issue 31).
+`PROPOSED` is the corrected snippet handed to the README; once the README holds it, the
+README's own block runs here too (until then its test is an expected failure) and PROPOSED can go.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from store.layout import StoreLayout
+from store.writer import write_ok_attempt
+from tests.unit.store.test_writer_read import records
+from vocab.paths import project_path
+
+PROPOSED = '''from pathlib import Path
+
+from store.read import connect
+
+con = connect(Path("results"))  # the store (paths.store); an s3:// one: vocab.paths.store_path(url)
+con.execute(
+    """SELECT model, corpus, lever, k, repeat, output_tok_per_s, valid FROM cells
+       WHERE anchor IS NULL AND NOT coalesce(replicate, false)  -- not the drift anchors, van replicates
+       QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY attempt_id DESC) = 1  -- latest attempt
+       ORDER BY model, corpus, lever, k, repeat"""
+).df()
+'''
+
+
+def readme_snippet() -> str:
+    """The README's python block that reads the store with DuckDB (`from store.read import connect`)."""
+    text = project_path("README.md").read_text()
+    blocks = [
+        b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "from store.read import connect" in b
+    ]
+    assert len(blocks) == 1, "the README has one DuckDB snippet"
+    return blocks[0]
+
+
+def small_store(root):
+    """Two cells (van measured twice, suffix once), the drift anchor at the start, a van replicate."""
+    layout = StoreLayout(root)
+    base = {"model": "tiny", "corpus": "chat_bench", "repeat": 0, "valid": True}
+    rows = [
+        ("van", "a1", {"lever": "van", "k": 0, "output_tok_per_s": 100.0}),
+        ("van", "a2", {"lever": "van", "k": 0, "output_tok_per_s": 110.0}),
+        ("suffix", "a3", {"lever": "suffix", "k": 8, "output_tok_per_s": 150.0}),
+        ("anchor", "a4", {"lever": "van", "k": 0, "output_tok_per_s": 90.0, "anchor": "start"}),
+        ("replicate", "a5", {"lever": "van", "k": 0, "output_tok_per_s": 105.0, "replicate": True}),
+    ]
+    for cell, attempt, figures in rows:
+        summary = {**base, "anchor": None, "replicate": False, **figures}
+        write_ok_attempt(
+            layout, {"session_id": "s1", "cell_key": cell, "attempt_id": attempt}, records(2), summary
+        )
+
+
+def run_snippet(snippet: str, cwd, monkeypatch):
+    """Execute `snippet` in `cwd` (whose results/ is the store); return its last expression's value."""
+    monkeypatch.chdir(cwd)
+    tree = ast.parse(snippet)
+    *body, last = tree.body
+    namespace: dict = {}
+    exec(compile(ast.Module(body, type_ignores=[]), "README.md", "exec"), namespace)
+    return eval(compile(ast.Expression(last.value), "README.md", "eval"), namespace)
+
+
+def check(frame):
+    assert list(frame["lever"]) == ["suffix", "van"]
+    assert list(frame["output_tok_per_s"]) == [150.0, 110.0]  # van's latest attempt, no anchor, no replicate
+
+
+def test_the_proposed_snippet_reads_each_cell_once(tmp_path, monkeypatch):
+    small_store(tmp_path / "results")
+    check(run_snippet(PROPOSED, tmp_path, monkeypatch))
+
+
+@pytest.mark.xfail(
+    "from pathlib import Path" not in readme_snippet(),
+    reason="the README still has the snippet of issue 31 (NameError: Path); PROPOSED replaces it",
+    strict=True,
+)
+def test_the_readme_snippet_runs(tmp_path, monkeypatch):
+    small_store(tmp_path / "results")
+    check(run_snippet(readme_snippet(), tmp_path, monkeypatch))
