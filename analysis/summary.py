@@ -110,7 +110,7 @@ CELL_COLUMNS = [
     Col("x van", no_wrap=False),
     Col("ready s", no_wrap=False),
     Col("ok/err", no_wrap=False),
-    Col("valid"),
+    Col("valid", "left"),
 ]
 CELL_DROP = [
     "draft tok/draft",

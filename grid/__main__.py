@@ -6,6 +6,7 @@ explains it are in COMMANDS: `--help` (alone or after a command) prints them fro
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from dataclasses import dataclass, fields
@@ -149,6 +150,15 @@ def summary(overrides: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    try:
+        return dispatch(argv)
+    except BrokenPipeError:
+        # `summary format=csv | head`, `--help | head`: the reader has gone; no traceback, none at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in HELP_FLAGS:
         print(usage())
         return 0 if argv else 2
