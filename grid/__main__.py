@@ -82,6 +82,12 @@ COMMANDS = {
         ),
         "Corpora and your own traces",
     ),
+    "confirm": Command(
+        "measure each model's final configuration and van again, held out (a fresh session, new prompts), "
+        "and record the figure Table 1 and the report show beside the selection's",
+        (("experiment=final", "after the study's grid (experiment=final also runs it at its end)"),),
+        "Decisions and their error rates",
+    ),
     "report": Command(
         "write <store>/reports/<experiment>.html: Table 1, best K, drift, figures (one page)",
         (("experiment=smoke", "the report of the smoke grid (with the overrides its run had)"),),
@@ -201,6 +207,10 @@ def dispatch(argv: list[str]) -> int:
             from grid.corpus_report import corpus
 
             return corpus(overrides)
+        if command == "confirm":
+            from grid.confirm import confirm
+
+            return confirm(overrides)
         if command == "report":
             from grid.report import report
 

@@ -32,7 +32,7 @@ def test_every_command_has_a_help_that_names_its_readme_section(command, flag, c
 def test_grid_help_lists_every_command(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    for command in ("run", "status", "plan", "simulate", "summary", "corpus", "report"):
+    for command in ("run", "status", "plan", "simulate", "summary", "corpus", "confirm", "report"):
         assert f"\n  {command} " in out
 
 
