@@ -45,6 +45,7 @@ from vocab.errors import EngineError
 from workers import engine_registry as registry
 from workers.engine_args import Endpoint
 from workers.engine_registry import ENGINE_ID_ENV, EngineRecord, ProcessId
+from workers.engine_tree import API_SERVER, EngineProcess, process_role
 
 POLL_INTERVAL_S = 0.5
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -122,6 +123,40 @@ def kill_tree(root_pid: int, pgid: int | None, timeout_s: float) -> list[int]:
     return [p.pid for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 
+def running(proc: psutil.Process) -> bool:
+    """Alive and not a zombie (is_running also tells a reused pid from the process it was)."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def engine_tree_now(root_pid: int) -> list[tuple[EngineProcess, psutil.Process]]:
+    """The engine's processes below `root_pid` now, each with its role (workers/engine_tree.py).
+
+    The API server is watched through its Popen (its exit code); descendants that
+    are not the engine (a resource tracker, compiler helpers) are left out.
+    """
+    found: list[tuple[EngineProcess, psutil.Process]] = []
+    try:
+        level = [psutil.Process(root_pid)]
+    except psutil.Error:
+        return found
+    depth = 0
+    while level:
+        depth += 1
+        below: list[psutil.Process] = []
+        for parent in level:
+            with contextlib.suppress(psutil.Error):
+                below += parent.children()
+        for proc in below:
+            with contextlib.suppress(psutil.Error):
+                if (role := process_role(proc.cmdline(), proc.name(), depth)) is not None:
+                    found.append((EngineProcess(role, proc.pid, depth), proc))
+        level = below
+    return found
+
+
 class Engine:
     """One running `vllm serve`; use as a context manager so it is always stopped."""
 
@@ -153,6 +188,8 @@ class Engine:
         self.record: EngineRecord | None = None
         self.record_path: Path | None = None
         self.ready_s: float | None = None
+        # The engine's processes as they were when it became ready: any of them gone is its death.
+        self.watched: list[tuple[EngineProcess, psutil.Process]] = []
 
     def launch_env(self) -> dict[str, str]:
         """The engine's environment: its own plus its id and the lifetime plugin's switch."""
@@ -185,6 +222,7 @@ class Engine:
             self._wait_ready(start_ns)
             # Now with EngineCore and its workers, for a sweep that cannot read their environment.
             self._register(guard=False)
+            self.watched = engine_tree_now(self.proc.pid)
         except BaseException:
             self.stop()
             raise
@@ -257,6 +295,27 @@ class Engine:
         with contextlib.suppress(subprocess.TimeoutExpired):
             return self.proc.wait(timeout=wait_s) if wait_s > 0 else self.proc.poll()
         return None
+
+    def root(self) -> EngineProcess | None:
+        """The API server, as named in a dead engine's error."""
+        return None if self.proc is None else EngineProcess(API_SERVER, self.proc.pid, 0)
+
+    def lost(self) -> list[EngineProcess]:
+        """The engine's processes that are gone (exited, or a zombie): the API server, EngineCore, workers.
+
+        Those seen when it became ready are checked; before that, the API server alone.
+        """
+        if (root := self.root()) is None:
+            return []
+        gone = [info for info, proc in self.watched if not running(proc)]
+        return [root, *gone] if self.exit_code() is not None else gone
+
+    def wait_lost(self, wait_s: float) -> list[EngineProcess]:
+        """`lost()`, waiting up to `wait_s` for a dying engine to show which of its processes went."""
+        deadline = time.monotonic() + wait_s
+        while not (lost := self.lost()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return lost
 
     def _remember_children(self) -> None:
         """Track descendants while the root lives, so orphans can still be found later."""

@@ -23,7 +23,7 @@ from store.layout import MANIFEST, StoreLayout
 from store.space import MIN_FREE_BYTES, store_problem
 from store.writer import utc_now, write_failed_attempt, write_ok_attempt
 from vocab.cells import Cell, EngineSpec, drafts_from_history
-from vocab.errors import EngineError
+from vocab.errors import EngineError, GridError
 from vocab.groups import EngineGroup
 from vocab.schema import EquivalenceConfig, GateConfig
 from workers import cudagraph_log, dynk_log, engine_registry, metrics, windows
@@ -31,6 +31,15 @@ from workers.counters import ServerCounters, scrape
 from workers.engine import LOG_TAIL_LINES, Engine, exit_description, log_tail, new_endpoint
 from workers.engine_args import serve_argv, serve_env, served_name
 from workers.engine_log import read_effective_config
+from workers.engine_tree import (
+    API_SERVER,
+    EngineProcess,
+    death_line,
+    http_errors,
+    names,
+    rejected_line,
+    server_error_line,
+)
 from workers.gates import GateInputs, evaluate
 from workers.gpu_telemetry import GpuSampler
 from workers.load import LoopLag, RequestRecord, Target, run_load, run_measured, run_sync
@@ -83,7 +92,21 @@ class CellStage:
 
 
 class EngineDied(EngineError):
-    """The engine exited while a cell was using it."""
+    """A process of the engine (API server, EngineCore, a worker) ended while a cell was using it."""
+
+    def __init__(self, lost: list[EngineProcess], seen: str = "") -> None:
+        super().__init__(f"engine died: {names(lost)} gone")
+        self.lost = lost
+        # How the death showed in the cell's requests (`HTTP 500 to 16 of 24 requests`), if it did.
+        self.seen = seen
+
+
+class ServerFailed(EngineError):
+    """The server answered requests with HTTP 5xx while all of its processes ran."""
+
+
+class RequestsRejected(GridError):
+    """The server refused the cell's requests (HTTP 4xx): its configuration, not a measurement."""
 
 
 @dataclass(frozen=True)
@@ -235,18 +258,43 @@ def log_lines_before_death(path: Path, lines: int = DEATH_LOG_LINES) -> str:
     return " | ".join(kept[-lines:]) or "(empty)"
 
 
-def engine_death(engine: Engine, code: int, stage: str) -> str:
-    """`engine exited (signal 9) during the measured load; last lines of its log: ...`."""
+def engine_death(engine: Engine, lost: list[EngineProcess], stage: str, seen: str = "") -> str:
+    """`engine died during the measured load: EngineCore (pid 12) gone, API server (pid 10) still up;
+    last lines of its log: ...` (`engine exited (signal 9) during ...` when the API server went)."""
+    code = engine.exit_code()
+    root = engine.root() or EngineProcess(API_SERVER, 0, 0)
+    line = death_line(lost, root, stage, None if code is None else exit_description(code))
     return (
-        f"engine exited ({exit_description(code)}) during the {stage}; "
-        f"last lines of its log: {log_lines_before_death(engine.log_path)}"
+        line
+        + (f" ({seen})" if seen else "")
+        + f"; last lines of its log: {log_lines_before_death(engine.log_path)}"
     )
 
 
 def ensure_alive(engine: Engine) -> None:
-    """Raise EngineDied at the end of a stage in which the engine exited."""
-    if not engine.alive():
-        raise EngineDied("engine exited")
+    """Raise EngineDied at the end of a stage in which a process of the engine ended."""
+    if lost := engine.lost():
+        raise EngineDied(lost)
+
+
+def check_answers(engine: Engine, records: list[RequestRecord], stage: str) -> None:
+    """After a load: the engine whole, and no request the server failed (5xx) or refused (4xx).
+
+    A dead process comes first, whatever the requests saw (a dead EngineCore
+    shows as HTTP 500 and streams that end in an error while the API server
+    runs on): a 5xx or an error inside a stream waits a moment for it to show.
+    """
+    statuses = [r.http_status for r in records]
+    bodies = [r.error_message for r in records]
+    failed = http_errors(statuses, bodies, 500)
+    streams_failed = any(r.error_type == "server_error" for r in records)
+    lost = engine.wait_lost(ENGINE_EXIT_GRACE_S) if failed or streams_failed else engine.lost()
+    if lost:
+        raise EngineDied(lost, f"HTTP {failed.status} to {failed.share()}" if failed else "")
+    if failed:
+        raise ServerFailed(server_error_line(failed, stage))
+    if (refused := http_errors(statuses, bodies, 400)) is not None:
+        raise RequestsRejected(rejected_line(refused, stage))
 
 
 def run_cell(
@@ -274,9 +322,8 @@ def run_cell(
     target = Target(endpoint.base_url, endpoint.api_key, served_name(cell.engine_spec), cell.corpus.endpoint)
     served.add(plan.warmup, cell.corpus.name, cell.repeat)
     stage.name = "warm-up"
-    if plan.warmup:
-        run_sync(run_load(target, plan.warmup, cell.load, phase="warmup"))
-    ensure_alive(engine)
+    warmup = run_sync(run_load(target, plan.warmup, cell.load, phase="warmup")) if plan.warmup else []
+    check_answers(engine, warmup, "warm-up")
     clock.lap("warmup")
     tables = logs_cudagraph_tables(cell.engine_spec)
     flush_s = cudagraph_log.flush_timeout_s(engine.env)
@@ -295,7 +342,7 @@ def run_cell(
     with GpuSampler() as gpu, ServerLoadSampler(endpoint.base_url, endpoint.api_key) as server_load:
         records, lag = run_sync(run_measured(target, plan.measured, cell.load, phase="measure"))
     cpu_s = time.process_time() - cpu_start_s
-    ensure_alive(engine)
+    check_answers(engine, records, stage.name)
     clock.lap("measure")
     measured_end = cudagraph_log.log_size(engine.log_path)
     delta = scrape(endpoint.base_url, endpoint.api_key).minus(before)
@@ -425,8 +472,10 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
         earlier: list[str] = []
         served = ServedPrompts()
         for index, cell in enumerate(group.cells):
-            if (code := engine.exit_code()) is not None:
-                error = f"engine died earlier in this launch (exited, {exit_description(code)})"
+            if lost := engine.lost():
+                code = engine.exit_code()
+                how = "" if code is None else f", the API server {exit_description(code)}"
+                error = f"engine died earlier in this launch ({names(lost)} gone{how})"
                 outcomes.append(_fail(layout, ctx, cell, error, log_tail(log_path)))
                 continue
             history = {
@@ -499,9 +548,14 @@ def _run_and_store(
     except Exception as exc:
         symptom = f"{type(exc).__name__}: {exc}"
         # An engine that died is the cause; what failed next (a refused connection) only its symptom.
-        code = engine.exit_code(wait_s=0 if isinstance(exc, EngineDied) else ENGINE_EXIT_GRACE_S)
-        error = symptom if code is None else engine_death(engine, code, stage.name)
-        followed = code is not None and not isinstance(exc, EngineDied)
+        if isinstance(exc, EngineDied):
+            lost, seen = exc.lost, exc.seen
+        elif isinstance(exc, ServerFailed | RequestsRejected):
+            lost, seen = [], ""  # the engine was found whole just before (check_answers)
+        else:
+            lost, seen = engine.wait_lost(ENGINE_EXIT_GRACE_S), ""
+        error = engine_death(engine, lost, stage.name, seen) if lost else cell_error(exc, symptom)
+        followed = bool(lost) and not isinstance(exc, EngineDied)
         detail = error + (f"\nwhat failed next: {symptom}" if followed else "")
         detail += "\n" + traceback.format_exc(limit=3)
         note = record_failure(layout, tags, detail, log_tail(engine.log_path))
@@ -509,6 +563,11 @@ def _run_and_store(
             return CellOutcome(cell.key, cell.label, attempt_id, "failed", problem, stops_run=True)
         return CellOutcome(cell.key, cell.label, attempt_id, "failed", error + note)
     return CellOutcome(cell.key, cell.label, attempt_id, "ok", None, summary["output_tok_per_s"], ready_s)
+
+
+def cell_error(exc: Exception, symptom: str) -> str:
+    """The error of a cell whose engine is whole: the server's own line, else the exception's."""
+    return str(exc) if isinstance(exc, ServerFailed | RequestsRejected) else symptom
 
 
 def record_lost(group: EngineGroup, ctx: RunContext, error: str) -> list[CellOutcome]:
