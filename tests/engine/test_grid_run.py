@@ -54,6 +54,23 @@ def test_run_succeeds_and_prints_the_table(store):
     assert "done 4, failed 0" in output
 
 
+def test_every_cell_row_and_the_session_carry_the_corpus_hash(store):
+    """Issue 30: what each cell measured is named by content, the bytes `python -m assets` built."""
+    from grid.compose import compose_config
+    from vocab.paths import project_path
+    from workers.prompts import content_sha256
+
+    root, _, _ = store
+    data = project_path(compose_config([]).paths.data_dir) / "corpora"
+    cells = connect(root).execute("select corpus, corpus_sha256 from cells").df()
+    expected = {name: content_sha256(data / f"{name}.jsonl") for name in cells["corpus"].unique()}
+    assert dict(zip(cells["corpus"], cells["corpus_sha256"], strict=True)) == expected
+    meta = {name: json.loads((data / f"{name}.meta.json").read_text())["sha256"] for name in expected}
+    assert meta == expected
+    session = json.loads((root / "sessions" / "test-session.json").read_text())
+    assert session["corpora"] == [{"corpus": n, "sha256": expected[n]} for n in sorted(expected)]
+
+
 def test_every_cell_has_an_ok_manifest(store):
     root, _, _ = store
     found, problems = attempts(root)

@@ -104,3 +104,22 @@ def test_harness_version_of_the_checkout_is_its_git_sha(monkeypatch):
     if not head:
         pytest.skip("not a git checkout")
     assert session.harness_version().startswith(head)
+
+
+def test_the_session_lists_every_corpus_hash_and_the_view_reads_old_and_new(tmp_path, monkeypatch):
+    monkeypatch.setattr(session, "load_nvml", lambda: None)
+    hashes = {"mix": "cd" * 32, "chat": "ab" * 32}
+    out = session.fingerprint("s3", "hash", hashes)
+    assert out["corpora"] == [{"corpus": "chat", "sha256": "ab" * 32}, {"corpus": "mix", "sha256": "cd" * 32}]
+    assert session.fingerprint("s2", "hash")["corpora"] == []
+    layout = StoreLayout(tmp_path)
+    layout.sessions_dir().mkdir(parents=True)
+    old = {"session_id": "s1", "host": "a", "started_at": "2026-01-01T00:00:00+00:00"}
+    for value in (old, session.fingerprint("s2", "hash"), out):
+        write_json(layout.session_file(value["session_id"]), value)
+    con = connect(tmp_path)
+    rows = con.execute(
+        "SELECT session_id, c.corpus, c.sha256 FROM (SELECT session_id, unnest(corpora) AS c FROM sessions) "
+        "ORDER BY 1, 2"
+    ).fetchall()
+    assert rows == [("s3", "chat", "ab" * 32), ("s3", "mix", "cd" * 32)]
