@@ -60,6 +60,7 @@ power: setup ## Error rates by simulation: one decision (per n repeats), the who
 	$(PY) -m analysis.power $(ARGS)
 	$(PY) -m experiments.procedure_power
 	$(PY) -m experiments.study_power
+	$(PY) -m experiments.sequential_power
 	$(PY) -m analysis.equivalence_power
 
 lint: setup ## ruff check and format check

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.compare import compare, typed_flags
-from analysis.decision import choose_smallest
+from analysis.decision import CONFIDENCE, choose_smallest
 from analysis.drift import drift_band
 from analysis.medians import sessions_of
 
@@ -42,13 +42,14 @@ def _geomean(row: pd.Series) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
 
 
-def choose_k(candidates: pd.DataFrame, drift: pd.DataFrame) -> dict[str, Any]:
+def choose_k(candidates: pd.DataFrame, drift: pd.DataFrame, confidence: float = CONFIDENCE) -> dict[str, Any]:
     """The best K of one (model, corpus, lever) group (module doc) with its comparison columns."""
     ordered = candidates.sort_values("k").reset_index(drop=True)
     by_k = {int(row["k"]): row for _, row in ordered.iterrows()}
     chosen = choose_smallest(
         [(k, row["repeats"]) for k, row in by_k.items()],
         lambda k, top: _band(drift, by_k[k], by_k[top]),
+        confidence,
     )
     best_k_, top_k = chosen if chosen else (int(ordered["k"].iloc[0]),) * 2
     best, top = by_k[best_k_], by_k[top_k]
@@ -62,14 +63,14 @@ def choose_k(candidates: pd.DataFrame, drift: pd.DataFrame) -> dict[str, Any]:
         "rule": "top K" if best_k_ == top_k else "smaller K: the top K is no real gain over it",
         "compared_k": int(compared["k"]),
         "compared_tok_per_s": float(compared["median"]),
-        **compare(best["repeats"], compared["repeats"], _band(drift, best, compared)),
+        **compare(best["repeats"], compared["repeats"], _band(drift, best, compared), confidence),
     }
 
 
-def best_k(medians: pd.DataFrame, drift: pd.DataFrame) -> pd.DataFrame:
+def best_k(medians: pd.DataFrame, drift: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """One row per (model, corpus, lever) swept over several K: best_k, its tok/s and the verdict."""
     swept = multi_k_levers(medians)
-    rows = [choose_k(group, drift) for _, group in swept.groupby(GROUP, dropna=False, sort=True)]
+    rows = [choose_k(group, drift, confidence) for _, group in swept.groupby(GROUP, dropna=False, sort=True)]
     return typed_flags(pd.DataFrame(rows)) if rows else pd.DataFrame(columns=BEST_K_COLUMNS)
 
 

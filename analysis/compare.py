@@ -19,16 +19,18 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.decision import GAIN, LOSS, Repeat, judge
+from analysis.decision import CONFIDENCE, GAIN, LOSS, Repeat, judge
 
 FLAGS = ("beyond_drift", "paired")
 JUDGEMENT_COLUMNS = ["rel_diff", "ci_lo", "ci_hi", "n_value", "n_reference", "paired", "label",
                      "beyond_drift", "drift_band_rel", "verdict"]  # fmt: skip
 
 
-def compare(value: Iterable[Repeat], reference: Iterable[Repeat], band_rel: float) -> dict[str, Any]:
-    """The comparison's columns (module doc) plus `verdict` in words."""
-    j = judge(value, reference, band_rel)
+def compare(
+    value: Iterable[Repeat], reference: Iterable[Repeat], band_rel: float, confidence: float = CONFIDENCE
+) -> dict[str, Any]:
+    """The comparison's columns (module doc) plus `verdict` in words (interval at `confidence`)."""
+    j = judge(value, reference, band_rel, confidence)
     return {
         "rel_diff": j.ratio - 1.0,
         "ci_lo": j.lo,

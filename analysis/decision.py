@@ -202,7 +202,9 @@ def geomean_repeats(sides: Sequence[Iterable[Repeat]]) -> tuple[Repeat, ...]:
 
 
 def choose_smallest(
-    candidates: Sequence[tuple[int, Sequence[Repeat]]], band: float | Callable[[int, int], float]
+    candidates: Sequence[tuple[int, Sequence[Repeat]]],
+    band: float | Callable[[int, int], float],
+    confidence: float = CONFIDENCE,
 ) -> tuple[int, int] | None:
     """Best-K rule: (best K, top K). top = the K with the highest geometric mean over its repeats
     (the smaller K on exact ties); best = the smallest K over which the top K is not a 'real gain'
@@ -219,6 +221,6 @@ def choose_smallest(
     top_k, top_values, _ = max(scored, key=lambda c: c[2])  # first maximum: smaller K on exact ties
     for k, values, _ in scored:
         b = band(k, top_k) if callable(band) else band
-        if k == top_k or not judge(top_values, values, b).real_gain:
+        if k == top_k or not judge(top_values, values, b, confidence).real_gain:
             return k, top_k
     return top_k, top_k

@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.compare import compare, typed_flags
-from analysis.decision import geomean_repeats, judge
+from analysis.decision import CONFIDENCE, geomean_repeats, judge
 from analysis.drift import drift_band
 from analysis.gate import gate_problems, latest_verdicts, parse_k_by_corpus
 from analysis.medians import sessions_of
@@ -79,13 +79,13 @@ def _stage_rank(lever: str) -> tuple[int, str]:
     return (STAGE_ORDER.index(lever) if lever in STAGE_ORDER else len(STAGE_ORDER), lever)
 
 
-def walk(scores: pd.DataFrame, drift: pd.DataFrame) -> pd.Series:
+def walk(scores: pd.DataFrame, drift: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.Series:
     """The procedure's walk (module doc) over one model's allowed lever scores: the final row."""
     ordered = sorted(scores.itertuples(index=False), key=lambda r: _stage_rank(r.lever))
     incumbent = ordered[0]
     for row in ordered[1:]:
         band = drift_band(drift, set(row.sessions) | set(incumbent.sessions))
-        if judge(row.repeats, incumbent.repeats, band).real_gain:
+        if judge(row.repeats, incumbent.repeats, band, confidence).real_gain:
             incumbent = row
     return pd.Series(incumbent._asdict())
 
@@ -122,20 +122,25 @@ def lever_scores(rows: pd.DataFrame, final_corpus: str = FINAL_CORPUS) -> tuple[
     return pd.DataFrame(out), basis
 
 
-def _runner_up(allowed: pd.DataFrame, van: pd.DataFrame, drift: pd.DataFrame) -> str:
+def _runner_up(allowed: pd.DataFrame, van: pd.DataFrame, drift: pd.DataFrame, confidence: float) -> str:
     """'; no lever is a real gain over van (best other: suffix K=8, within noise: ...)'."""
     others = allowed[allowed["lever"] != REFERENCE_LEVER]
     if others.empty or van.empty:
         return "; no other lever measured"
     best = others.loc[others["score"].idxmax()]
     band = drift_band(drift, set(best["sessions"]) | set(van["sessions"].iloc[0]))
-    words = judge(best["repeats"], van["repeats"].iloc[0], band).words()
+    words = judge(best["repeats"], van["repeats"].iloc[0], band, confidence).words()
     label = lever_label(best["lever"], best["k"])
     return f"; no lever is a real gain over van (best other: {label}, {words})"
 
 
 def final_for_model(
-    model: str, rows: pd.DataFrame, drift: pd.DataFrame, final_corpus: str, verdicts: pd.DataFrame
+    model: str,
+    rows: pd.DataFrame,
+    drift: pd.DataFrame,
+    final_corpus: str,
+    verdicts: pd.DataFrame,
+    confidence: float = CONFIDENCE,
 ) -> dict[str, Any]:
     """The final lever of one model with its score, van's score and the comparison columns."""
     scores, basis = lever_scores(rows, final_corpus)
@@ -153,11 +158,11 @@ def final_for_model(
     van = scores[scores["lever"] == REFERENCE_LEVER]
     if allowed.empty:
         return {"model": model, "basis": basis, "verdict": "no lever cleared the equivalence gate"}
-    final = walk(allowed, drift)
+    final = walk(allowed, drift, confidence)
     van_score = float(van["score"].iloc[0]) if len(van) else math.nan
     sides = pd.DataFrame([final, van.iloc[0]]) if len(van) else pd.DataFrame([final])
     van_repeats = van["repeats"].iloc[0] if len(van) else ()
-    result = compare(final["repeats"], van_repeats, drift_band(drift, sessions_of(sides)))
+    result = compare(final["repeats"], van_repeats, drift_band(drift, sessions_of(sides)), confidence)
     speedup = result["rel_diff"] + 1.0 if len(van) else math.nan
     label = lever_label(final["lever"], final["k"])
     return {
@@ -173,7 +178,7 @@ def final_for_model(
         "excluded_by_equivalence": ", ".join(lever_label(r.lever, r.k) for r in scores[banned].itertuples()),
         **result,
         "answer": f"{model}: {label}, {speedup:.2f}x over van ({result['verdict']}; {basis})"
-        + (_runner_up(allowed, van, drift) if final["lever"] == REFERENCE_LEVER else ""),
+        + (_runner_up(allowed, van, drift, confidence) if final["lever"] == REFERENCE_LEVER else ""),
     }
 
 
@@ -182,11 +187,12 @@ def final_levers(
     drift: pd.DataFrame,
     final_corpus: str = FINAL_CORPUS,
     equivalence: pd.DataFrame | None = None,
+    confidence: float = CONFIDENCE,
 ) -> pd.DataFrame:
     """One row per model: final lever, K, tok/s, van tok/s, speedup_vs_van and the verdict (module doc)."""
     verdicts = latest_verdicts(equivalence)
     rows = [
-        final_for_model(model, group, drift, final_corpus, verdicts)
+        final_for_model(model, group, drift, final_corpus, verdicts, confidence)
         for model, group in per_lever.groupby("model", sort=True)
     ]
     return typed_flags(pd.DataFrame(rows))

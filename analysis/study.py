@@ -18,6 +18,7 @@ from analysis import load
 from analysis.best_k import at_best_k, best_k
 from analysis.clean import reused_mask, reused_note, split_reused
 from analysis.confirmation import CONFIRM_COLUMNS, confirmations, prompts_seen
+from analysis.decision import CONFIDENCE
 from analysis.drift import session_drift
 from analysis.final import FINAL_CORPUS, final_levers, speedup_geomean, table1
 from analysis.medians import lever_medians
@@ -70,6 +71,8 @@ class Study:
     final_corpus: str = FINAL_CORPUS
     # Per model: the held-out confirmation's figure of its final configuration, or why none.
     confirmation: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CONFIRM_COLUMNS))
+    # The two-sided confidence of every interval (above 90 % where sequential looks are corrected for).
+    confidence: float = CONFIDENCE
     # What a reader must know, then one line per cell left out of the tables and why
     # (damaged file, failed, INVALID, repeated prompts).
     notes: list[str] = field(default_factory=list)
@@ -97,6 +100,7 @@ def analyse(
     extra_notes: Sequence[str] = (),
     include_reused: bool = False,
     confirming: ConfirmationCells | None = None,
+    confidence: float = CONFIDENCE,
 ) -> Study:
     """The whole analysis over DataFrames (no store access), INVALID cells left out by default.
 
@@ -110,9 +114,9 @@ def analyse(
     drift, excluded_anchors = session_drift(anchors, include_invalid)
     named = [] if include_invalid else load.invalid_left_out(measured)
     named += [] if include_invalid else load.invalid_left_out(anchors, "left out of the drift bands")
-    best = best_k(medians, drift)
+    best = best_k(medians, drift, confidence)
     equivalence = equivalence if equivalence is not None else pd.DataFrame()
-    final = final_levers(at_best_k(medians, best), drift, final_corpus, equivalence)
+    final = final_levers(at_best_k(medians, best), drift, final_corpus, equivalence, confidence)
     confirmation = confirmation_of(final, confirming, measured, final_corpus, include_invalid)
     return Study(
         measured=measured,
@@ -129,8 +133,24 @@ def analyse(
         excluded_invalid_anchors=excluded_anchors,
         final_corpus=final_corpus,
         confirmation=confirmation,
-        notes=[*extra_notes, *notes_for(excluded, excluded_anchors, drift), *named, *reused_lines],
+        confidence=confidence,
+        notes=[
+            *confidence_note(confidence),
+            *extra_notes,
+            *notes_for(excluded, excluded_anchors, drift),
+            *named,
+            *reused_lines,
+        ],
     )
+
+
+def confidence_note(confidence: float) -> list[str]:
+    if confidence == CONFIDENCE:
+        return []
+    return [
+        f"Intervals are at {confidence:.1%}, not {CONFIDENCE:.0%}: the grid added repeats look by "
+        "look (grid.sequential), each look judged at Pocock's corrected confidence (analysis/sequential.py)."
+    ]
 
 
 def confirmation_of(
@@ -181,6 +201,7 @@ def load_study(
     final_corpus: str = FINAL_CORPUS,
     include_invalid: bool = False,
     confirmation_record: Mapping[str, object] | None = None,
+    confidence: float = CONFIDENCE,
 ) -> Study:
     """Read the store (only `cell_keys` when given, with the anchors of their sessions) and analyse it.
 
@@ -222,4 +243,5 @@ def load_study(
         include_invalid,
         coverage,
         confirming=confirming,
+        confidence=confidence,
     )

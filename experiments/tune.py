@@ -143,7 +143,8 @@ class Tune:
         corpora = ",".join(self.cfg.corpora)
         # The tune confirms its own choice (confirm below): no study confirmation after each stage.
         return [f"experiment={self.cfg.experiment}", f"grid.models=[{self.model.name}]",
-                f"grid.corpora=[{corpora}]", "grid.confirm.enabled=false", *self.cfg.grid_overrides]  # fmt: skip
+                f"grid.corpora=[{corpora}]", "grid.confirm.enabled=false",
+                *self.cfg.grid_overrides]  # fmt: skip
 
     def stage(
         self, name: str, levers: Mapping[str, Sequence[int]], *extra: str, seed: int | None = None

@@ -83,6 +83,75 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
     }
 
 
+def gpu_hours_at(overrides: list[str], repeats: int) -> tuple[float, float]:
+    """(GPU-hours of the grid's cells at `repeats` fixed, GPU-hours of one run's two anchor launches)."""
+    config = to_config(
+        compose_config([*overrides, f"grid.repeats={repeats}", "grid.sequential.enabled=false"])
+    )
+    cells = sum(group_cost(g, config.plan).gpu_s for g in group_by_engine(expand_all(config).cells))
+    anchors = anchor_cells(config) or []
+    anchor_s = sum(group_cost(g, config.plan).gpu_s for cell in anchors for g in group_by_engine([cell]))
+    return cells / 3600, anchor_s / 3600
+
+
+def sequential_cost(overrides: list[str], draws: int = 200) -> dict[str, Any]:
+    """Expected GPU-hours of grid.sequential's looks against fixed repeats, under the H200's measured noise.
+
+    Mean repeats per comparison come from experiments.sequential_power (the looks judged by
+    analysis.sequential, with no effect and with +10 % on every lever); the grid's cells cost
+    linearly in repeats between whole numbers, and every look after the first adds one run per
+    model, each with its two anchor launches.
+    """
+    from experiments.procedure_power import NOISES
+    from experiments.sequential_power import expected_repeats_and_sessions
+
+    config = to_config(compose_config(overrides))
+    seq = config.grid.sequential
+    noise = NOISES[1]
+    models = len(config.grid.models)
+    fixed, anchor_h = gpu_hours_at(overrides, config.grid.repeats)
+    cap, _ = gpu_hours_at(overrides, seq.looks[-1])
+    out: dict[str, Any] = {
+        "noise": noise.name,
+        "looks": list(seq.looks),
+        "min_gain": seq.min_gain,
+        "draws": draws,
+        "fixed_repeats": config.grid.repeats,
+        "fixed_gpu_hours": fixed + anchor_h,
+        "cap_gpu_hours": cap + anchor_h,
+    }
+    for scenario, (mean_n, sessions) in zip(
+        ("no_effect", "gain_10"),
+        expected_repeats_and_sessions(noise, seq.looks, seq.min_gain, draws),
+        strict=True,
+    ):
+        low = int(mean_n)
+        low_h, _ = gpu_hours_at(overrides, max(low, 1))
+        high_h, _ = gpu_hours_at(overrides, low + 1)
+        cells = low_h + (mean_n - low) * (high_h - low_h)
+        out[scenario] = {
+            "mean_repeats": mean_n,
+            "mean_looks": sessions,
+            "gpu_hours": cells + anchor_h + (sessions - 1) * models * anchor_h,
+        }
+    return out
+
+
+def render_sequential(cost: dict[str, Any], console: Console) -> None:
+    looks = ",".join(map(str, cost["looks"]))
+    console.print(
+        f"repeats only where needed (grid.sequential, looks {looks}, min_gain {cost['min_gain']:.0%}), under "
+        f"{cost['noise']} ({cost['draws']} simulated comparisons per scenario): expected "
+        f"{cost['no_effect']['gpu_hours']:,.1f} GPU-hours when no lever works "
+        f"({cost['no_effect']['mean_repeats']:.1f} repeats per comparison) and "
+        f"{cost['gain_10']['gpu_hours']:,.1f} when every lever gives +10% "
+        f"({cost['gain_10']['mean_repeats']:.1f}); fixed grid.repeats={cost['fixed_repeats']}: "
+        f"{cost['fixed_gpu_hours']:,.1f}, fixed at the cap ({cost['looks'][-1]}): "
+        f"{cost['cap_gpu_hours']:,.1f}",
+        soft_wrap=True,
+    )
+
+
 def prompt_rows(found: Inspection) -> list[dict[str, Any]]:
     """Per corpus: distinct prompts, warm-up and measured per cell, repeated measured prompts, skipped
     bad rows, prompts too long for the context; a corpus that cannot be read is a row with its error.
@@ -164,10 +233,14 @@ def plan(overrides: list[str], console: Console | None = None) -> int:
     console = console or Console()
     fmt, rest = pop_format(overrides)
     summary = plan_summary(rest)
+    if to_config(compose_config(rest)).grid.sequential.enabled:
+        summary["sequential"] = sequential_cost(rest)
     if fmt == "json":
         print(json.dumps(summary, indent=2))
     else:
         render_plan(summary, console)
+        if "sequential" in summary:
+            render_sequential(summary["sequential"], console)
     return 0
 
 

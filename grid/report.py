@@ -34,10 +34,17 @@ def _write_report(overrides: list[str]) -> tuple[Path, list[str]]:
     except ImportError as exc:
         raise GridError(f"the report needs matplotlib ({exc}); pip install -e '.[report]'") from exc
     root = store_path(config.paths.store, config.paths.store_options)
+    from analysis.decision import CONFIDENCE
+    from analysis.sequential import pocock_confidence
     from grid.confirm import read_record
+    from grid.sequential import at_cap
 
     record = read_record(root, config.name)
-    study = load_study(root, cell_keys={cell.key for cell in expand(config)}, confirmation_record=record)
+    sequential = config.grid.sequential
+    confidence = pocock_confidence(tuple(sequential.looks)) if sequential.enabled else CONFIDENCE
+    # Sequential looks: the experiment's cells are every repeat up to the cap.
+    keys = {cell.key for cell in expand(at_cap(overrides) if sequential.enabled else config)}
+    study = load_study(root, cell_keys=keys, confirmation_record=record, confidence=confidence)
     path = StoreLayout(root).report_file(config.name)
     page = render_report(study, f"lever-grid: {config.name}")
     write_atomic(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))

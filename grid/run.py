@@ -35,7 +35,7 @@ from store.read import connect
 from vocab.cells import stable_hash
 from vocab.console import make_console  # the terminal's width, or LOG_WIDTH in a log (also the tune's)
 from vocab.groups import EngineGroup
-from vocab.paths import project_path, store_path
+from vocab.paths import data_path, project_path, store_path
 from vocab.schema import Config
 from workers.runner import CellOutcome, RunContext
 
@@ -44,6 +44,10 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     """Run what the store lacks of the grid; return 1 if any cell is left failed."""
     console = console or make_console()
     config = to_config(compose_config(overrides))
+    if config.grid.sequential.enabled:  # the looks are grid runs of their own (grid/sequential.py)
+        from grid.sequential import run_sequential
+
+        return run_sequential(overrides, console, lambda argv: run(argv, console))
     check_config(config)  # run.mode, attempts, cluster, every model's tp, max_tokens: all at once
     cells = expand(config)
     paths = config.paths
@@ -52,7 +56,7 @@ def run(overrides: list[str], console: Console | None = None) -> int:
         store_root=store_path(paths.store, paths.store_options),
         cache_dir=project_path(paths.cache_dir),
         models_dir=project_path(paths.models_dir),
-        data_dir=project_path(paths.data_dir),
+        data_dir=data_path(paths.data_dir, paths.store_options),
         gates=config.gates,
         min_store_free_bytes=config.run.min_store_free_mb * 2**20,
     )

@@ -284,6 +284,20 @@ class ConfirmSpec:
 
 
 @dataclass
+class SequentialSpec:
+    """Repeats only where needed (analysis/sequential.py; grid/sequential.py runs the looks)."""
+
+    # Instead of grid.repeats: measure every comparison at the first look, then add repeats look by
+    # look only to comparisons of a lever with van whose interval still straddles the drift band.
+    enabled: bool = False
+    # Cumulative repeats at each look; the last is the cap. Each look after the first is a session of
+    # its own (a `grid run`); every look is judged at Pocock's corrected confidence.
+    looks: list[int] = field(default_factory=lambda: [3, 5, 8, 12], metadata=within(lo=2))
+    # Also stop once the interval rules out a gain this large (0: only the band's own futility stop).
+    min_gain: float = ranged(0.0, lo=0, hi=1)
+
+
+@dataclass
 class GridSpec:
     """The grid: every combination of these names is a cell."""
 
@@ -315,6 +329,7 @@ class GridSpec:
     own_engine_corpora: list[str] = field(default_factory=lambda: ["mix"])
     anchor: AnchorSpec = field(default_factory=AnchorSpec)
     confirm: ConfirmSpec = field(default_factory=ConfirmSpec)
+    sequential: SequentialSpec = field(default_factory=SequentialSpec)
 
 
 @dataclass

@@ -1,0 +1,22 @@
+"""Sequential looks keep a no-effect lever no more often than one fixed test (experiments/sequential_power.py,
+through analysis.sequential and analysis.decision), and only because of the correction."""
+
+from unittest import mock
+
+import analysis.sequential
+from experiments.procedure_power import NOISES, STRESS
+from experiments.sequential_power import design_row
+
+
+def test_the_corrected_looks_hold_the_false_keep_and_uncorrected_ones_do_not():
+    corrected = design_row(STRESS, "sequential", 400, 5)
+    assert corrected.false_keep <= 0.05
+    with mock.patch.object(analysis.sequential, "pocock_confidence", lambda looks, confidence=0.9: 0.9):
+        naive = design_row(STRESS, "naive", 400, 5)
+    assert naive.false_keep > 0.05  # four looks at 90 % each: the rule's 5 % no longer holds
+
+
+def test_a_clear_gain_stops_early_and_keeps_the_power():
+    row = design_row(NOISES[0], "sequential", 150, 5)
+    fixed_cap = design_row(NOISES[0], "fixed 12", 150, 5, n=12)
+    assert row.power >= 0.9 and row.repeats_gain < 8 < fixed_cap.repeats_gain
