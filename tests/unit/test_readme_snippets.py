@@ -1,9 +1,8 @@
 """The README's DuckDB snippet ("The store") runs against a store and reads what it says.
 
 It failed with `NameError: Path`, and once fixed it mixed the drift anchors' runs (and the van
-replicates, and every attempt of a cell measured again) in with the cells (issue 31).
-`PROPOSED` is the corrected snippet handed to the README; once the README holds it, the
-README's own block runs here too (until then its test is an expected failure) and PROPOSED can go.
+replicates, and every attempt of a cell measured again) in with the cells (issue 31). The README's
+own block runs here, so a README edit that breaks it fails this test.
 """
 
 from __future__ import annotations
@@ -11,25 +10,10 @@ from __future__ import annotations
 import ast
 import re
 
-import pytest
-
 from store.layout import StoreLayout
 from store.writer import write_ok_attempt
 from tests.unit.store.test_writer_read import records
 from vocab.paths import project_path
-
-PROPOSED = '''from pathlib import Path
-
-from store.read import connect
-
-con = connect(Path("results"))  # the store (paths.store); an s3:// one: vocab.paths.store_path(url)
-con.execute(
-    """SELECT model, corpus, lever, k, repeat, output_tok_per_s, valid FROM cells
-       WHERE anchor IS NULL AND NOT coalesce(replicate, false)  -- not the drift anchors, van replicates
-       QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY attempt_id DESC) = 1  -- latest attempt
-       ORDER BY model, corpus, lever, k, repeat"""
-).df()
-'''
 
 
 def readme_snippet() -> str:
@@ -75,16 +59,6 @@ def check(frame):
     assert list(frame["output_tok_per_s"]) == [150.0, 110.0]  # van's latest attempt, no anchor, no replicate
 
 
-def test_the_proposed_snippet_reads_each_cell_once(tmp_path, monkeypatch):
-    small_store(tmp_path / "results")
-    check(run_snippet(PROPOSED, tmp_path, monkeypatch))
-
-
-@pytest.mark.xfail(
-    "from pathlib import Path" not in readme_snippet(),
-    reason="the README still has the snippet of issue 31 (NameError: Path); PROPOSED replaces it",
-    strict=True,
-)
 def test_the_readme_snippet_runs(tmp_path, monkeypatch):
     small_store(tmp_path / "results")
     check(run_snippet(readme_snippet(), tmp_path, monkeypatch))
