@@ -94,6 +94,20 @@ def gpu_hours_at(overrides: list[str], repeats: int) -> tuple[float, float]:
     return cells / 3600, anchor_s / 3600
 
 
+def confirm_cost(overrides: list[str], config: Any) -> dict[str, Any]:
+    """What grid.confirm adds at most: every model confirming a drafting lever (bestkpad K=8 stands in:
+    the same launches as suffix or dynk) against van on the final corpus, its own run with anchors."""
+    from analysis.final import FINAL_CORPUS
+
+    corpus = FINAL_CORPUS if FINAL_CORPUS in config.grid.corpora else config.grid.corpora[0]
+    repeats = config.grid.confirm.repeats or config.grid.repeats
+    argv = [*overrides, f"grid.corpora=[{corpus}]", "grid.levers=[van,bestkpad]", "++grid.ks.bestkpad=[8]",
+            "grid.confirm.enabled=false"]  # fmt: skip
+    cells_h, anchor_h = gpu_hours_at(argv, repeats)
+    models = len(config.grid.models)
+    return {"corpus": corpus, "repeats": repeats, "models": models, "gpu_hours": cells_h + models * anchor_h}
+
+
 def sequential_cost(overrides: list[str], draws: int = 200) -> dict[str, Any]:
     """Expected GPU-hours of grid.sequential's looks against fixed repeats, under the H200's measured noise.
 
@@ -233,14 +247,25 @@ def plan(overrides: list[str], console: Console | None = None) -> int:
     console = console or Console()
     fmt, rest = pop_format(overrides)
     summary = plan_summary(rest)
-    if to_config(compose_config(rest)).grid.sequential.enabled:
+    config = to_config(compose_config(rest))
+    if config.grid.sequential.enabled:
         summary["sequential"] = sequential_cost(rest)
+    if config.grid.confirm.enabled:
+        summary["confirm"] = confirm_cost(rest, config)
     if fmt == "json":
         print(json.dumps(summary, indent=2))
     else:
         render_plan(summary, console)
         if "sequential" in summary:
             render_sequential(summary["sequential"], console)
+        if "confirm" in summary:
+            c = summary["confirm"]
+            console.print(
+                f"then the held-out confirmation (grid.confirm): at most {c['gpu_hours']:,.1f} GPU-hours "
+                f"more (each of {c['models']} models' final configuration and van on {c['corpus']}, "
+                f"{c['repeats']} repeats, a run of its own with anchors; none where the final lever is van)",
+                soft_wrap=True,
+            )
     return 0
 
 

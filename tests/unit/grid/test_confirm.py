@@ -81,3 +81,14 @@ def test_a_damaged_record_is_one_error_naming_the_file_and_the_fix(tmp_path):
     with pytest.raises(GridError, match=r"confirmations/smoke\.json is damaged.*delete it and rerun"):
         read_record(tmp_path, "smoke")
     assert read_record(tmp_path, "other") is None
+
+
+def test_plan_prices_the_confirmation_as_one_lever_and_van_per_model():
+    from grid.plan_report import confirm_cost, gpu_hours_at
+
+    overrides = [*BASE, "grid.confirm.enabled=true", "grid.confirm.repeats=3"]
+    cost = confirm_cost(overrides, to_config(compose_config(overrides)))
+    assert cost["corpus"] == "code_complete" and cost["repeats"] == 3 and cost["models"] == 1
+    whole, _ = gpu_hours_at(overrides, 3)
+    # One corpus of the two, van and one lever: less than the whole grid at the same repeats.
+    assert 0 < cost["gpu_hours"] < whole
