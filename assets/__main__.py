@@ -2,16 +2,24 @@
 
 The model comes first: its tokenizer caps the corpora to the composed config's
 max_model_len - max_tokens (e.g. `python -m assets load=study engine.max_model_len=16384`).
+With a URL paths.data_dir (s3://bucket/prefix, one copy for a cluster) the
+corpora are built under <cache_dir>/data-build/ and each one whose bytes the
+URL lacks is uploaded there, its meta.json after it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
+from pathlib import Path
 
 from assets import corpora, dummy_models, smollm2
 from grid.compose import compose_config
+from store.atomic import write_atomic
+from store.fs import StoreError, StorePath, redact
 from vocab.errors import ConfigError, GridError
-from vocab.paths import project_path
+from vocab.paths import data_path, project_path
 
 
 def main(argv: list[str]) -> int:
@@ -22,11 +30,42 @@ def main(argv: list[str]) -> int:
         max_prompt_tokens = int(cfg.engine.max_model_len) - int(cfg.load.max_tokens)
         if max_prompt_tokens <= 0:
             raise ConfigError(f"engine.max_model_len must exceed load.max_tokens (cap {max_prompt_tokens})")
-        corpora.ensure(project_path(cfg.paths.data_dir), model_dir, max_prompt_tokens)
-    except GridError as exc:
+        data_dir = data_path(cfg.paths.data_dir, cfg.paths.store_options)
+        if isinstance(data_dir, StorePath):
+            built = corpora.ensure(
+                build_dir(project_path(cfg.paths.cache_dir), str(data_dir)), model_dir, max_prompt_tokens
+            )
+            publish(built, data_dir)
+        else:
+            corpora.ensure(data_dir, model_dir, max_prompt_tokens)
+    except (GridError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def build_dir(cache_dir: Path, url: str) -> Path:
+    """Where corpora for a URL data_dir are built (and kept, so an unchanged build is not redone)."""
+    return cache_dir / "data-build" / hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def publish(built: dict[str, Path], data_dir: StorePath) -> None:
+    """Upload each built corpus whose bytes the URL lacks (by its meta's sha256), then its meta."""
+    for local in built.values():
+        meta = json.loads(corpora.meta_path(local).read_text())
+        remote = data_dir / "corpora" / local.name
+        remote_meta = remote.with_suffix(".meta.json")
+        try:
+            current = json.loads(remote_meta.read_text()) if remote_meta.is_file() else {}
+        except (OSError, ValueError):
+            current = {}
+        if current.get("sha256") == meta["sha256"] and remote.is_file():
+            continue
+        write_atomic(remote, lambda tmp, source=local: tmp.write_bytes(source.read_bytes()))
+        write_atomic(
+            remote_meta, lambda tmp, source=local: tmp.write_bytes(corpora.meta_path(source).read_bytes())
+        )
+        print(f"assets: corpus {meta['name']} ({meta['sha256'][:16]}) -> {redact(str(remote))}")
 
 
 if __name__ == "__main__":

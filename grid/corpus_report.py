@@ -19,8 +19,9 @@ from rich.table import Table
 
 from grid.catalog import Catalog, active, catalog_of
 from grid.compose import check_run_mode, compose_config, pop_format
+from store.fs import StoreRoot
 from vocab.errors import ConfigError
-from vocab.paths import project_path
+from vocab.paths import data_path, project_path
 from vocab.schema import CorpusSpec
 
 # Hex digits of the hash in the table (format=json and meta.json carry all 64).
@@ -29,37 +30,45 @@ COLUMNS = ("corpus", "sha256", "endpoint", "prompts", "cap", "p50", "p90", "p99"
 NUMERIC = ("prompts", "cap", "p50", "p90", "p99", "max")
 
 
-def corpus_rows(data_dir: Path, catalog: Catalog | None = None) -> list[dict[str, Any]]:
+def corpus_rows(
+    data_dir: StoreRoot, catalog: Catalog | None = None, cache_dir: Path | None = None
+) -> list[dict[str, Any]]:
     """One row per corpus of the catalog (user folders, conf/corpus/, the config's own), as plain data."""
     catalog = catalog or active()
-    return [describe(catalog.load(CorpusSpec, name), data_dir) for name in catalog.names("corpus")]
+    return [describe(catalog.load(CorpusSpec, name), data_dir, cache_dir) for name in catalog.names("corpus")]
 
 
-def describe(spec: CorpusSpec, data_dir: Path) -> dict[str, Any]:
-    """Size and lengths from the meta file, else from reading the trace itself."""
-    path = data_dir / spec.path
+def describe(spec: CorpusSpec, data_dir: StoreRoot, cache_dir: Path | None = None) -> dict[str, Any]:
+    """Hash, size and lengths from the meta file, else from reading the trace itself.
+
+    From a URL data_dir the corpus is fetched into `cache_dir` (default .cache) to be hashed.
+    """
+    from workers.prompts import content_sha256, corpus_file, read_corpus
+
+    path = Path(spec.path) if Path(spec.path).is_absolute() else data_dir / spec.path
     row: dict[str, Any] = {"corpus": spec.name, "endpoint": spec.endpoint, "path": str(path)}
     meta_file = path.with_suffix(".meta.json")
-    from workers.prompts import content_sha256
-
+    local = None
     if path.exists():
-        row["sha256"] = content_sha256(path)
+        try:
+            local = corpus_file(data_dir, spec.path, cache_dir or project_path(".cache"))
+        except ConfigError as exc:
+            return row | {"state": f"unreadable: {exc}", "licenses": spec.license}
+        row["sha256"] = content_sha256(local)
     if meta_file.is_file():
         meta = json.loads(meta_file.read_text())
         stats = meta.get("prompt_tokens", {})
-        row |= {"prompts": meta.get("prompts"), "cap": meta.get("max_prompt_tokens"), "state": ""}
+        row |= {"prompts": meta.get("prompts"), "cap": meta.get("max_prompt_tokens")}
         row["state"] = meta_state(meta.get("sha256"), row.get("sha256"))
         row |= {key: stats.get(key) for key in ("p50", "p90", "p99", "max")}
         licenses = meta.get("licenses", [])
         row["licenses"] = ", ".join(licenses) if len(licenses) <= 2 else f"{len(licenses)} kinds"
         return row
-    if not path.exists():
+    if local is None:
         fix = "run `make assets`" if not Path(spec.path).is_absolute() else "no such file"
         return row | {"state": f"missing: {fix}", "licenses": spec.license}
-    from workers.prompts import read_corpus  # reads the whole trace; only for files without meta
-
-    try:
-        corpus = read_corpus(path, spec.format, spec.skip_bad_rows)
+    try:  # reads the whole trace; only for files without meta
+        corpus = read_corpus(local, spec.format, spec.skip_bad_rows)
     except ConfigError as exc:
         return row | {"state": f"unreadable: {exc}", "licenses": spec.license}
     state = f"own trace, {corpus.skipped_rows} bad rows skipped" if corpus.skipped_rows else "own trace"
@@ -82,7 +91,10 @@ def corpus(overrides: list[str], console: Console | None = None) -> int:
     fmt, rest = pop_format(overrides)
     cfg = compose_config(rest)
     check_run_mode(cfg)
-    rows = corpus_rows(project_path(cfg.paths.data_dir), catalog_of(cfg))
+    paths = cfg.paths
+    rows = corpus_rows(
+        data_path(paths.data_dir, paths.store_options), catalog_of(cfg), project_path(paths.cache_dir)
+    )
     if fmt == "json":
         print(json.dumps(rows, indent=2))
         return 0

@@ -44,7 +44,7 @@ from store.fs import StorePath, StoreRoot
 from vocab.cells import Cell
 from vocab.errors import ConfigError
 from vocab.groups import EngineGroup
-from vocab.paths import project_path, store_path
+from vocab.paths import data_path, project_path, store_path
 from vocab.schema import Config, ModelSpec
 
 
@@ -288,7 +288,7 @@ def inspect(config: Config, groups: list[EngineGroup]) -> Inspection:
     """Every stage-2 problem of running `groups` (cells in launch order), collected, not raised."""
     paths = config.paths
     models_dir, cache_dir = project_path(paths.models_dir), project_path(paths.cache_dir)
-    data_dir = project_path(paths.data_dir)
+    data_dir = data_path(paths.data_dir, paths.store_options)
     cells = [cell for group in groups for cell in group.cells]
     found = Inspection()
     if not cells:
@@ -296,7 +296,7 @@ def inspect(config: Config, groups: list[EngineGroup]) -> Inspection:
     found.problems += input_problems(cells, models_dir, cache_dir, config.ray.use_gpus)
     if (store := store_problem(store_path(paths.store, paths.store_options))) is not None:
         found.problems.append(store)
-    found.corpora = read_corpora(groups, data_dir)
+    found.corpora = read_corpora(groups, data_dir, cache_dir)
     found.problems += [read.error for read in found.corpora.values() if read.error]
     for cell in cells:
         read = found.corpora[corpus_key(cell.corpus)]

@@ -16,10 +16,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from store.fs import StoreRoot
 from vocab.errors import ConfigError
 from vocab.groups import EngineGroup
+from vocab.paths import project_path
 from vocab.schema import CorpusSpec
-from workers.prompts import Corpus, TooFewPrompts, cell_schedule, distinct, probe_prompts, read_corpus
+from workers.prompts import (
+    Corpus,
+    TooFewPrompts,
+    cell_schedule,
+    corpus_file,
+    distinct,
+    probe_prompts,
+    read_corpus,
+)
 from workers.served import Reuse, ServedPrompts
 from workers.traces import named
 
@@ -59,8 +69,13 @@ def corpus_key(spec: CorpusSpec) -> CorpusKey:
     return (spec.path, spec.format, spec.skip_bad_rows)
 
 
-def read_corpora(groups: list[EngineGroup], data_dir: Path) -> dict[CorpusKey, CorpusRead]:
-    """Every corpus source the groups' cells use, read once; an unreadable one carries its reason."""
+def read_corpora(
+    groups: list[EngineGroup], data_dir: StoreRoot, cache_dir: Path | None = None
+) -> dict[CorpusKey, CorpusRead]:
+    """Every corpus source the groups' cells use, read once; an unreadable one carries its reason.
+
+    From a URL data_dir each is fetched into `cache_dir` (default .cache) first (workers/prompts.py).
+    """
     reads: dict[CorpusKey, CorpusRead] = {}
     for group in groups:
         for cell in group.cells:
@@ -69,6 +84,7 @@ def read_corpora(groups: list[EngineGroup], data_dir: Path) -> dict[CorpusKey, C
                 continue
             path = data_dir / spec.path
             try:
+                path = corpus_file(data_dir, spec.path, cache_dir or project_path(".cache"))
                 reads[key] = CorpusRead(spec, path, read_corpus(path, spec.format, spec.skip_bad_rows))
             except ConfigError as exc:
                 reads[key] = CorpusRead(

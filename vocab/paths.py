@@ -21,3 +21,11 @@ def store_path(value: str, options: Mapping[str, Any] | None = None) -> StoreRoo
     if is_url(value):
         return open_store(value, options)
     return open_store(project_path(value), options)
+
+
+def data_path(value: str, options: Mapping[str, Any] | None = None) -> StoreRoot:
+    """paths.data_dir: a URL (s3://bucket/prefix, e.g. a folder beside the results) read through the
+    store's filesystems with paths.store_options, so every node reads one copy; else a project path."""
+    if is_url(value):
+        return open_store(value, options)
+    return project_path(value)

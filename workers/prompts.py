@@ -11,6 +11,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from store.atomic import write_atomic
+from store.fs import StoreError, StorePath, StoreRoot, redact
 from vocab.errors import ConfigError
 from workers.traces import Skipped, read_rows
 
@@ -77,6 +79,52 @@ def _file_sha256(path: Path) -> str:
         while chunk := handle.read(HASH_CHUNK_BYTES):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+# Under <cache_dir>: local copies of corpora read from a URL data_dir, one folder per content hash.
+CORPUS_COPIES = "corpora"
+
+
+def corpus_file(data_dir: StoreRoot, relative: str, cache_dir: Path, planned: str | None = None) -> Path:
+    """The local file that corpus `relative` (a CorpusSpec.path) is read from.
+
+    A local data_dir (or an absolute path): the file itself. A URL data_dir
+    (paths.data_dir=s3://bucket/prefix), one copy for every node: the object is
+    fetched into <cache_dir>/corpora/<its sha256>/<name>, named by its content;
+    a copy there with the `planned` hash is read without fetching again.
+    """
+    if Path(relative).is_absolute():
+        return Path(relative)
+    if not isinstance(data_dir, StorePath):
+        return data_dir / relative
+    name = Path(relative).name
+    copies = cache_dir / CORPUS_COPIES
+    if (
+        planned is not None
+        and (cached := copies / planned / name).is_file()
+        and content_sha256(cached) == planned
+    ):
+        return cached
+    remote = data_dir / relative
+    try:
+        if remote.is_dir():
+            raise ConfigError(
+                f"corpus {remote} is a folder; from a URL data_dir only files (JSONL, Parquet) are read: "
+                "write the trace as one file (Dataset.to_parquet) or give the corpus a local path"
+            )
+        data = remote.read_bytes()
+    except FileNotFoundError as exc:
+        raise ConfigError(
+            f"corpus file {remote} is missing; build the shipped corpora into it with `python -m assets "
+            f"paths.data_dir={redact(str(data_dir))}` (with the run's overrides), or point the corpus's "
+            "`path` at your own trace"
+        ) from exc
+    except (OSError, StoreError) as exc:
+        raise ConfigError(f"corpus file {remote} cannot be read: {redact(str(exc))}") from exc
+    copy = copies / hashlib.sha256(data).hexdigest() / name
+    if not copy.is_file():
+        write_atomic(copy, lambda tmp: tmp.write_bytes(data))
+    return copy
 
 
 class CorpusChanged(ConfigError):

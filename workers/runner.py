@@ -49,6 +49,7 @@ from workers.prompts import (
     Prompt,
     cell_schedule,
     check_planned,
+    corpus_file,
     distinct,
     probe_prompts,
     prompt_seed,
@@ -67,7 +68,8 @@ class RunContext:
     store_root: Path
     cache_dir: Path
     models_dir: Path
-    data_dir: Path
+    # A folder, or a URL every node reads one copy from (corpora fetched into cache_dir by content).
+    data_dir: StoreRoot
     # Validity thresholds; they judge a cell, they do not change its measurement.
     gates: GateConfig = field(default_factory=GateConfig)
     # The Ray node this worker runs on (set by the actor; None outside Ray).
@@ -313,9 +315,10 @@ def run_cell(
     served = served if served is not None else ServedPrompts()
     stage = stage if stage is not None else CellStage()
     clock = PhaseClock()
-    corpus_path = ctx.data_dir / cell.corpus.path
+    planned = ctx.corpus_sha256.get(cell.corpus.name)
+    corpus_path = corpus_file(ctx.data_dir, cell.corpus.path, ctx.cache_dir, planned)
     corpus = read_corpus(corpus_path, cell.corpus.format, cell.corpus.skip_bad_rows)
-    check_planned(corpus, cell.corpus.name, corpus_path, ctx.corpus_sha256.get(cell.corpus.name))
+    check_planned(corpus, cell.corpus.name, corpus_path, planned)
     plan = cell_schedule(cell, corpus, cell.load.allow_repeats)
     reuse = served.measured_reuse(plan.warmup, plan.measured, cell.corpus.name, cell.repeat)
     endpoint = engine.endpoint

@@ -54,3 +54,30 @@ def test_a_node_with_another_corpus_stops_its_cells_and_the_others_run(
     (session,) = (inputs / "store" / "sessions").glob("*.json")
     recorded = json.loads(session.read_text())["corpora"]
     assert recorded == [{"corpus": name, "sha256": planned[name]} for name in sorted(planned)]
+
+
+def test_every_node_reads_one_copy_of_the_corpora_from_a_url(cluster, inputs, s3_url, s3_endpoint, no_leaks):
+    """paths.data_dir in the object store beside the results: workers fetch the planned bytes by hash."""
+    from store.fs import open_store
+    from store.read import connect
+    from tests.scheduling.test_object_store import s3_overrides
+
+    url, options = s3_url
+    data_url = url.removesuffix("/results") + "/data"
+    data = open_store(data_url, options)
+    local = inputs / "data" / "corpora"
+    planned = {}
+    for name in ("code_complete", "chat_bench"):
+        (data / "corpora" / f"{name}.jsonl").write_bytes((local / f"{name}.jsonl").read_bytes())
+        planned[name] = content_sha256(local / f"{name}.jsonl")
+        (local / f"{name}.jsonl").unlink()  # no node has a copy of its own
+    cache = inputs / "cache"
+    overrides = [*s3_overrides(inputs, cluster, url, s3_endpoint), f"paths.data_dir={data_url}"]
+    overrides.append(f"paths.cache_dir={cache}")
+    with open(os.devnull, "w") as sink:
+        assert run(overrides, Console(file=sink, width=160)) == 0
+    cells = connect(open_store(url, options)).execute("SELECT corpus, corpus_sha256 FROM cells").fetchall()
+    assert len(cells) == 4 and all(sha == planned[corpus] for corpus, sha in cells)
+    # The driver's and the workers' copies, one folder per content (all nodes share this machine's disk).
+    copies = {p.parent.name: content_sha256(p) for p in cache.glob("corpora/*/*.jsonl")}
+    assert copies == {sha: sha for sha in planned.values()}
