@@ -91,3 +91,31 @@ def test_a_run_plans_from_the_urls_copy(data_url, inputs, tmp_path):  # noqa: F8
     )
     (line,) = [w for w in summary["warnings"] if "corpus 'code_complete'" in w]
     assert f"corpus file {url}/corpora/code_complete.jsonl is missing" in line
+
+
+def test_python_m_assets_builds_locally_and_uploads_to_a_url_data_dir(
+    data_url, tmp_path, monkeypatch, capsys
+):
+    import assets.__main__ as assets_main
+    from assets import corpora
+
+    url, options = data_url
+    built_into = []
+
+    def small_ensure(data_dir, model_dir, cap):  # the real builders are tested in tests/unit/assets
+        path = data_dir / "corpora" / "c.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(ROWS)
+        meta = {"name": "c", "sha256": hashlib.sha256(ROWS.encode()).hexdigest(), "max_prompt_tokens": cap}
+        corpora.meta_path(path).write_text(json.dumps(meta))
+        built_into.append(data_dir)
+        return {"c": path}
+
+    monkeypatch.setattr(assets_main.corpora, "ensure", small_ensure)
+    monkeypatch.setattr(assets_main.smollm2, "ensure", lambda models_dir: tmp_path / "model")
+    monkeypatch.setattr(assets_main.dummy_models, "ensure", lambda models_dir: None)
+    args = [f"paths.data_dir={url}", f"paths.cache_dir={tmp_path / 'cache'}"]
+    assert assets_main.main([*args, *options_override(options["endpoint_override"])]) == 0
+    assert built_into == [assets_main.build_dir(tmp_path / "cache", url)]
+    assert (open_store(url, options) / "corpora" / "c.jsonl").read_bytes() == ROWS.encode()
+    assert "assets: corpus c (" in capsys.readouterr().out
