@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lever_plugins import env
-from lever_plugins.controller import DEFAULT_KS, DEFAULT_TOKEN_COST, DynamicK
+from lever_plugins.controller import DEFAULT_KS, DEFAULT_TOKEN_COST, AcceptanceEstimate, DynamicK
 from lever_plugins.log_lines import dynk_line
 from lever_plugins.pad_policy import PAD_TOKEN_ID, PadStats, shape_drafts
 from lever_plugins.step_tally import StepTally, mode_name, verified_drafts
@@ -96,6 +96,14 @@ class DynkHook:
             )
             self.controller = DynamicK(ks=ks, token_cost=self.controller.token_cost)
             self.tally.reset_ks(self.controller.ks)
+
+    def reset_decisions(self) -> None:
+        """Back to a just-started engine's decisions (lever_plugins/reset_ext.py): the acceptance
+        estimate and the last step's drafts; the cumulative counters, read as deltas, stay."""
+        with self.lock:
+            self.controller.estimate = AcceptanceEstimate(alpha=self.controller.estimate.alpha)
+            self.controller.last_k, self.controller.last_batch_size = 0, 0
+            self.last_draft_len, self.last_draft_k, self.last_mode = {}, 0, None
 
     def observe_mode(self, mode: object) -> None:
         """The dispatcher's runtime mode for the coming forward pass (the last dispatch wins)."""

@@ -32,6 +32,8 @@ KNOWN_SIGNATURES = {
 }
 # Set on the wrapper so a second register() in the same process is recognised.
 PATCH_ATTR = "__lever_plugins_hook__"
+# The hook object itself, for the reset extension (lever_plugins/reset_ext.py).
+HOOK_ATTR = "__lever_plugins_hook_object__"
 
 logger = logging.getLogger("vllm.lever_plugins")
 
@@ -76,6 +78,7 @@ def wrap_propose(propose: Callable[..., list[list[int]]], hook: DraftHook) -> Ca
         return hook(self, bound["input_batch"], bound["sampled_token_ids"], drafts)
 
     setattr(wrapper, PATCH_ATTR, hook.name)
+    setattr(wrapper, HOOK_ATTR, hook)
     return wrapper
 
 
@@ -83,6 +86,11 @@ def proposer_class() -> type:
     import importlib
 
     return getattr(importlib.import_module(PROPOSER_MODULE), PROPOSER_CLASS)
+
+
+def installed_hook() -> DraftHook | None:
+    """The hook wrapping the proposer in this process, or None (plain suffix decoding)."""
+    return getattr(proposer_class().propose, HOOK_ATTR, None)
 
 
 def install(hook: DraftHook) -> bool:

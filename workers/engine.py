@@ -201,11 +201,14 @@ class Engine:
             "SPT_NOENV": "1",
         }
 
-    def start(self) -> float:
-        """Launch and block until /health answers; return seconds to ready."""
+    def start(self, append: bool = False) -> float:
+        """Launch and block until /health answers; return seconds to ready.
+
+        `append`: write after what the log holds (a relaunch) rather than start it anew.
+        """
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         start_ns = time.perf_counter_ns()
-        with self.log_path.open("wb") as log:
+        with self.log_path.open("ab" if append else "wb") as log:
             log.write(("$ " + " ".join(self.argv) + "\n").encode())
             log.flush()
             self.proc = subprocess.Popen(
@@ -228,6 +231,15 @@ class Engine:
             raise
         self.ready_s = (time.perf_counter_ns() - start_ns) / 1e9
         return self.ready_s
+
+    def relaunch(self) -> float:
+        """Stop, then start again at the same endpoint, its log continued; seconds to ready.
+
+        The runner's fallback when a reset between cells fails (workers/reset.py).
+        """
+        self.stop()
+        self.watched = []
+        return self.start(append=True)
 
     def _register(self, guard: bool) -> None:
         """Record the engine (and start its guard) so that it is ended even if this process dies."""

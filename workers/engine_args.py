@@ -8,7 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vocab.cells import EngineSpec
+from vocab.cells import EngineSpec, drafts_from_history
+
+# Loaded into every drafting engine's workers: resets the suffix cache between cells
+# (lever_plugins/reset_ext.py), reached through vLLM's dev-mode /collective_rpc (workers/reset.py).
+RESET_EXTENSION = "lever_plugins.reset_ext.ResetExtension"
+DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,15 @@ def compilation_config(spec: EngineSpec) -> dict | None:
     return compilation or None
 
 
+def resettable(spec: EngineSpec) -> bool:
+    """Whether the launch loads the reset extension and serves vLLM's dev endpoints (docs/reset.md).
+
+    Every lever that drafts from the engine's history (suffix, bestkpad, dynk):
+    its cells share one argv, so the extension does not tell them apart.
+    """
+    return drafts_from_history(spec.lever)
+
+
 def serve_argv(spec: EngineSpec, endpoint: Endpoint, models_dir: Path) -> list[str]:
     """Full argv of one launch: engine command, model, lever, engine settings."""
     engine, model, lever = spec.engine, spec.model, spec.lever
@@ -121,6 +135,8 @@ def serve_argv(spec: EngineSpec, endpoint: Endpoint, models_dir: Path) -> list[s
         argv += ["--speculative-config", json.dumps(spec_cfg, sort_keys=True)]
     if (compilation := compilation_config(spec)) is not None:
         argv += ["--compilation-config", json.dumps(compilation, sort_keys=True)]
+    if resettable(spec):
+        argv += ["--worker-extension-cls", RESET_EXTENSION]
     return argv + list(model.extra_args) + list(lever.extra_args) + list(engine.extra_args)
 
 
@@ -143,4 +159,8 @@ def serve_env(spec: EngineSpec, base_env: dict[str, str], cache_dir: Path) -> di
     )
     env.update({k: expand_placeholders(v) for k, v in spec.engine.env.items()})
     env.update({k: expand_placeholders(v) for k, v in spec.lever.env.items()})
+    if resettable(spec):
+        # /collective_rpc and /reset_prefix_cache exist only in dev mode; they do not ask for
+        # --api-key (docs/reset.md): the engine listens on 127.0.0.1 only.
+        env[DEV_MODE_ENV] = "1"
     return env

@@ -1,0 +1,90 @@
+"""`reset` worker extension: return a drafting engine's worker to its just-started state between cells.
+
+Loaded with `--worker-extension-cls lever_plugins.reset_ext.ResetExtension`
+(workers/engine_args.py, every lever that drafts from the engine's history);
+vLLM mixes the class into its worker class, so these methods run in each
+worker process with `self` the worker. The harness calls them through
+`POST /collective_rpc {"method": "lever_reset_drafter"}`, which vLLM's API
+server serves only with VLLM_SERVER_DEV_MODE=1 (workers/reset.py; docs/reset.md).
+
+What is reset, with nothing in flight:
+- the suffix-decoding cache (`model_runner.drafter.suffix_cache`, vLLM's
+  SuffixDecodingProposer, an arctic-inference SuffixDecodingCache): replaced
+  by a new, empty cache at the settings of the one it replaces;
+- the decision state of an installed draft hook (dynk's acceptance estimate
+  and last drafts; kpad keeps none), through the hook's `reset_decisions`,
+  leaving its cumulative counters (the harness reads their deltas per window).
+vLLM's prefix cache lives in the scheduler, not the worker: the harness resets
+it through `POST /reset_prefix_cache`.
+
+Each method returns a JSON-able dict: the state it found and the state it left.
+vLLM is imported only inside the methods, in the worker process.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+logger = logging.getLogger("vllm.lever_plugins")
+
+
+def cache_state(cache: Any) -> dict[str, Any]:
+    """Cached and active requests and the global tree's size of a SuffixDecodingCache."""
+    tree = getattr(cache, "_global_tree", None)
+    return {
+        "cached_requests": len(cache.cached_requests),
+        "active_requests": len(cache.active_requests),
+        "global_tree_seqs": int(tree.num_seqs()) if tree is not None else None,
+        "global_tree_bytes": int(tree.estimate_memory()) if tree is not None else None,
+        "max_tree_depth": int(cache.max_tree_depth),
+        "max_cached_requests": int(cache.max_cached_requests),
+    }
+
+
+def empty_like(cache: Any) -> Any:
+    """A new, empty cache of the same class at the same settings."""
+    return type(cache)(max_tree_depth=cache.max_tree_depth, max_cached_requests=cache.max_cached_requests)
+
+
+class ResetExtension:
+    """Methods mixed into vLLM's worker; reached with collective_rpc by name."""
+
+    model_runner: Any
+
+    def lever_drafter_state(self) -> dict[str, Any]:
+        """What the worker holds now: requests in the runner, the suffix cache, the draft hook."""
+        runner = self.model_runner
+        drafter = getattr(runner, "drafter", None)
+        cache = getattr(drafter, "suffix_cache", None)
+        from lever_plugins.proposer_patch import installed_hook
+
+        hook = installed_hook()
+        return {
+            "runner_requests": len(getattr(runner, "requests", {}) or {}),
+            "drafter": type(drafter).__name__ if drafter is not None else None,
+            "suffix_cache": cache_state(cache) if cache is not None else None,
+            "hook": getattr(hook, "name", None),
+        }
+
+    def lever_reset_drafter(self) -> dict[str, Any]:
+        """Empty the suffix cache and the hook's decisions; refuse while requests are in the runner."""
+        before = self.lever_drafter_state()
+        if before["runner_requests"]:
+            return {"reset": False, "error": "requests in flight", "before": before, "after": before}
+        drafter = getattr(self.model_runner, "drafter", None)
+        cache = getattr(drafter, "suffix_cache", None)
+        if cache is None:
+            error = f"no suffix_cache on the drafter ({before['drafter']})"
+            return {"reset": False, "error": error, "before": before, "after": before}
+        drafter.suffix_cache = empty_like(cache)
+        from lever_plugins.proposer_patch import installed_hook
+
+        hook = installed_hook()
+        if hook is not None and hasattr(hook, "reset_decisions"):
+            hook.reset_decisions()
+        after = self.lever_drafter_state()
+        logger.info(
+            "lever_plugins reset: suffix cache %s -> %s", before["suffix_cache"], after["suffix_cache"]
+        )
+        return {"reset": True, "error": None, "before": before, "after": after}
