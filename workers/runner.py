@@ -29,7 +29,7 @@ from vocab.schema import EquivalenceConfig, GateConfig
 from workers import cudagraph_log, dynk_log, engine_registry, metrics, windows
 from workers.counters import ServerCounters, scrape
 from workers.engine import LOG_TAIL_LINES, Engine, exit_description, log_tail, new_endpoint
-from workers.engine_args import serve_argv, serve_env, served_name
+from workers.engine_args import resettable, serve_argv, serve_env, served_name
 from workers.engine_log import read_effective_config
 from workers.engine_tree import (
     API_SERVER,
@@ -55,6 +55,7 @@ from workers.prompts import (
     prompt_seed,
     read_corpus,
 )
+from workers.reset import ResetReport, reset_engine
 from workers.served import ServedPrompts
 from workers.server_load import LoadSample, ServerLoadSampler
 from workers.server_load import columns as server_load_columns
@@ -394,6 +395,12 @@ def suffix_cache_columns(spec: EngineSpec, fresh: bool) -> dict[str, Any]:
     return {"suffix_cache_fresh": fresh, "suffix_cache_settings": json.dumps(settings, sort_keys=True)}
 
 
+def reset_columns(reset: ResetReport | None) -> dict[str, Any]:
+    """What the reset before this cell found and left; engine_relaunched when it failed (docs/reset.md)."""
+    columns = ResetReport.empty_columns() if reset is None else reset.columns()
+    return {**columns, "engine_relaunched": None if reset is None else not reset.ok}
+
+
 def logs_cudagraph_tables(spec: EngineSpec) -> bool:
     """Whether this launch logs vLLM's CUDA-graph tables (`--cudagraph-metrics` in its arguments)."""
     args = [*spec.engine.extra_args, *spec.model.extra_args, *spec.lever.extra_args]
@@ -481,6 +488,19 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
                 error = f"engine died earlier in this launch ({names(lost)} gone{how})"
                 outcomes.append(_fail(layout, ctx, cell, error, log_tail(log_path)))
                 continue
+            # A drafting engine that served earlier cells is reset to fresh, or relaunched (docs/reset.md).
+            reset = None
+            if earlier and resettable(spec):
+                reset = reset_engine(endpoint.base_url, endpoint.api_key)
+            if reset is not None and not reset.ok:
+                print(f"lever-grid: reset failed ({reset.problem}); relaunching the engine", file=sys.stderr)
+                try:
+                    ready_s = engine.relaunch()
+                except EngineError as exc:
+                    tail = log_tail(log_path)
+                    outcomes += [_fail(layout, ctx, c, str(exc), tail) for c in group.cells[index:]]
+                    break
+                earlier, served = [], ServedPrompts()
             history = {
                 # Suffix decoding's tree remembers earlier outputs: say what this engine served before.
                 "engine_earlier_corpora": ",".join(earlier) or None,
@@ -489,7 +509,8 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
                 # Its share of the launch's start, for where the GPU time went.
                 "engine_start_share_s": ready_s / len(group.cells),
                 "gpus": spec.model.tp,
-                **suffix_cache_columns(spec, fresh=not earlier),
+                **suffix_cache_columns(spec, fresh=not earlier or (reset is not None and reset.ok)),
+                **reset_columns(reset),
             }
             outcomes.append(_run_and_store(cell, engine, ctx, layout, ready_s, version, history, served))
             earlier.append(cell.corpus.name)
