@@ -168,6 +168,14 @@ def progress_line(counts: dict[str, int], latest: CellOutcome) -> str:
     )
 
 
+def cell_line(outcome: CellOutcome, counts: dict[str, int], total: int) -> str:
+    """'cell 3/6 tiny/suffix-k8/code_complete/r0: 31.2 tok/s VALID (engine ready in 27 s)'."""
+    rate = f"{outcome.output_tok_per_s:,.1f} tok/s" if outcome.output_tok_per_s else "no tok/s"
+    verdict = {True: "VALID", False: f"INVALID ({outcome.invalid_reasons})", None: ""}[outcome.valid]
+    ready = f" (engine ready in {outcome.engine_ready_s:.0f} s)" if outcome.engine_ready_s else ""
+    return f"cell {counts['done']}/{total} {outcome.label}: {rate} {verdict}".rstrip() + ready
+
+
 def exit_code(stop: Stop, counts: dict[str, int]) -> int:
     """130 after Ctrl-C, 143 after SIGTERM (the shell's 128 + signal); 1 if cells are left undone."""
     if stop.signum is not None:
@@ -217,6 +225,9 @@ def launch(
             # A store refusal is the run's stop: its reason comes once, at the end.
             if outcome.status == "failed" and not outcome.stops_run:
                 progress.console.print(f"[red]attempt failed[/] {outcome.label}: {outcome.error}")
+            elif outcome.status == "ok" and not progress.console.is_terminal:
+                # A log has no live bar: one line per settled cell, so it shows the run moving.
+                progress.console.print(cell_line(outcome, counts, total), soft_wrap=True)
 
         from grid.schedule import init_ray, run_phases  # Ray only once everything else checked out
 

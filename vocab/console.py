@@ -25,7 +25,7 @@ from rich.text import Text
 
 # The width of every table written to a file or a pipe (a log): wide enough for the summary's key
 # columns and its common figures, narrow enough to read in an editor or a CI log.
-LOG_WIDTH = 120
+LOG_WIDTH = 100
 
 
 def console_width(file: TextIO | None = None) -> int | None:

@@ -125,6 +125,9 @@ class CellOutcome:
     engine_ready_s: float | None = None
     # The run cannot go on (the store cannot take results): the driver stops, no retry.
     stops_run: bool = False
+    # An ok cell's validity verdict and its reasons (workers/gates.py), for the driver's per-cell line.
+    valid: bool | None = None
+    invalid_reasons: str | None = None
 
 
 def engine_base_env() -> dict[str, str]:
@@ -586,7 +589,8 @@ def _run_and_store(
         if (isinstance(exc, OSError) or note) and (problem := store_problem(ctx.store_root, 0)) is not None:
             return CellOutcome(cell.key, cell.label, attempt_id, "failed", problem, stops_run=True)
         return CellOutcome(cell.key, cell.label, attempt_id, "failed", error + note)
-    return CellOutcome(cell.key, cell.label, attempt_id, "ok", None, summary["output_tok_per_s"], ready_s)
+    return CellOutcome(cell.key, cell.label, attempt_id, "ok", None, summary["output_tok_per_s"], ready_s,
+                       valid=summary.get("valid"), invalid_reasons=summary.get("invalid_reasons"))  # fmt: skip
 
 
 def cell_error(exc: Exception, symptom: str) -> str:

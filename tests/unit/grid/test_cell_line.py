@@ -1,0 +1,16 @@
+"""A log has no live bar: `grid run` prints one line per settled cell (grid/run.py cell_line)."""
+
+from grid.run import cell_line
+from workers.runner import CellOutcome
+
+
+def test_the_line_names_the_cell_its_rate_and_its_validity():
+    ok = CellOutcome("k", "tiny/suffix-k8/code_complete/r0", "a", "ok", None, 31.24, 27.4, valid=True)
+    assert cell_line(ok, {"done": 3}, 6) == (
+        "cell 3/6 tiny/suffix-k8/code_complete/r0: 31.2 tok/s VALID (engine ready in 27 s)"
+    )
+    bad = CellOutcome("k", "tiny/van/chat_bench/r0", "a", "ok", None, 12.0, None, valid=False,
+                      invalid_reasons="steady window 7.3 s < 10 s")  # fmt: skip
+    assert cell_line(bad, {"done": 4}, 6) == (
+        "cell 4/6 tiny/van/chat_bench/r0: 12.0 tok/s INVALID (steady window 7.3 s < 10 s)"
+    )
