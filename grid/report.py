@@ -46,6 +46,14 @@ def _write_report(overrides: list[str]) -> tuple[Path, list[str]]:
     keys = {cell.key for cell in expand(at_cap(overrides) if sequential.enabled else config)}
     study = load_study(root, cell_keys=keys, confirmation_record=record, confidence=confidence)
     path = StoreLayout(root).report_file(config.name)
+    if study.measured.empty and path.exists():
+        # Most often the run's overrides were left off (every result-affecting setting is in a
+        # cell's key): an empty page would replace the real one.
+        raise GridError(
+            f"no cell of experiment '{config.name}' as these overrides expand it is in the store, so "
+            f"{path} (an earlier report) is kept; pass the overrides the run had "
+            f"(`python -m grid report experiment={config.name} <the run's overrides>`)"
+        )
     page = render_report(study, f"lever-grid: {config.name}")
     write_atomic(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
     return path, [n for n in study.notes if n.startswith(("left out", "not used"))]

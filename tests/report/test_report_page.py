@@ -54,3 +54,12 @@ def test_headless_browser_renders_a_non_blank_page(synthetic_store, chromium, tm
     assert ImageStat.Stat(image).stddev[0] > 20
     dark = sum(image.histogram()[:128]) / (image.width * image.height)
     assert dark > 0.01
+
+
+def test_a_report_with_no_cells_never_replaces_an_earlier_one(tmp_path, capsys):
+    path = StoreLayout(tmp_path).report_file("smoke")
+    path.parent.mkdir(parents=True)
+    path.write_text("the real report")
+    assert main(["report", "experiment=smoke", f"paths.store={tmp_path}", "load.seed=99"]) == 2
+    assert "is kept; pass the overrides the run had" in capsys.readouterr().err
+    assert path.read_text() == "the real report"
