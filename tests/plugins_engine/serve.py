@@ -24,14 +24,14 @@ SERVED_NAME = "smol"
 START_TIMEOUT_S = 300.0
 
 
-def engine_argv(port: int, api_key: str, spec_config: dict | None) -> list[str]:
+def engine_argv(port: int, api_key: str, spec_config: dict | None, extra: tuple[str, ...] = ()) -> list[str]:
     argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(MODEL_DIR)]
     argv += ["--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port)]
     argv += ["--api-key", api_key, "--dtype", "float32", "--enforce-eager"]
     argv += ["--max-model-len", "2048", "--max-num-seqs", "32"]
     if spec_config is not None:
         argv += ["--speculative-config", json.dumps(spec_config)]
-    return argv
+    return argv + list(extra)
 
 
 def engine_env(lever_env: dict[str, str], cache_dir: Path) -> dict[str, str]:
@@ -53,11 +53,15 @@ def engine_env(lever_env: dict[str, str], cache_dir: Path) -> dict[str, str]:
 
 @contextmanager
 def running_engine(
-    name: str, spec_config: dict | None, lever_env: dict[str, str], work_dir: Path
+    name: str,
+    spec_config: dict | None,
+    lever_env: dict[str, str],
+    work_dir: Path,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[Engine]:
     endpoint = new_endpoint()
     engine = Engine(
-        engine_argv(endpoint.port, endpoint.api_key, spec_config),
+        engine_argv(endpoint.port, endpoint.api_key, spec_config, extra_args),
         engine_env(lever_env, work_dir),
         endpoint,
         log_path=work_dir / f"{name}.log",

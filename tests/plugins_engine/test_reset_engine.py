@@ -1,0 +1,175 @@
+"""Reset == fresh (issue 29 item 3): a drafting engine reset between cells drafts as a new launch does.
+
+One CPU engine per lever (SmolLM2, float32, greedy, requests one at a time so
+every step's batch is the same on every run), loaded with the reset extension
+and vLLM's dev endpoints as the harness loads them (workers/engine_args.py):
+1. `fresh`: the cell's prompts on the just-started engine;
+2. other corpora and the cell's own prompts are served (what earlier cells leave);
+3. `stale`: the cell's prompts again, without a reset;
+4. the reset (workers/reset.py: suffix cache, draft hook decisions, prefix cache);
+5. `reset`: the cell's prompts again.
+`reset` must equal `fresh` in outputs and in vLLM's own draft, acceptance and
+prefix-cache counters; `stale` must differ from it (what the test would catch
+if the reset did nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.plugins_engine.serve import complete, counters, running_engine
+from workers.counters import ServerCounters
+from workers.engine import Engine
+from workers.engine_args import DEV_MODE_ENV, RESET_EXTENSION
+from workers.reset import ResetReport, reset_engine
+
+CORPORA = Path(".cache/data/corpora")
+CELL_PROMPTS = 6
+MAX_TOKENS = 48
+SUFFIX_K8 = {"method": "suffix", "num_speculative_tokens": 8}
+LEVERS: dict[str, tuple[dict, dict[str, str]]] = {
+    "suffix": (SUFFIX_K8, {}),
+    "bestkpad": (SUFFIX_K8, {"LEVER_KPAD": "1"}),
+    "dynk": (
+        {"method": "suffix", "num_speculative_tokens": 12},
+        {"LEVER_DYNK": "1", "LEVER_DYNK_KS": "4,6,12"},
+    ),
+}
+# vLLM's counters that must match between a fresh and a reset engine.
+COMPARED = (
+    "generation_tokens",
+    "prompt_tokens",
+    "spec_drafts",
+    "spec_draft_tokens",
+    "spec_accepted_tokens",
+    "prefix_cache_hits",
+    "prefix_cache_queries",
+)
+
+pytestmark = pytest.mark.engine
+
+
+@dataclass
+class Cell:
+    outputs: list[str]
+    delta: ServerCounters
+
+    def compared(self) -> dict[str, float | list[float]]:
+        values: dict[str, float | list[float]] = {name: getattr(self.delta, name) for name in COMPARED}
+        values["spec_accepted_per_pos"] = self.delta.spec_accepted_per_pos
+        return values
+
+
+@dataclass
+class LeverRun:
+    fresh: Cell
+    stale: Cell
+    reset: Cell
+    report: ResetReport
+    unauthenticated_rpc_status: int
+    unauthenticated_v1_status: int
+
+
+def cell_prompts() -> list[str]:
+    with (CORPORA / "code_complete.jsonl").open() as handle:
+        return [json.loads(line)["prompt"] for line in handle][:CELL_PROMPTS]
+
+
+def other_prompts() -> list[str]:
+    """Earlier cells' prompts: other code_complete prompts and chat_bench questions as plain text."""
+    with (CORPORA / "code_complete.jsonl").open() as handle:
+        code = [json.loads(line)["prompt"] for line in handle][CELL_PROMPTS : CELL_PROMPTS + 4]
+    with (CORPORA / "chat_bench.jsonl").open() as handle:
+        chat = [json.loads(line)["messages"][0]["content"] for line in handle][:4]
+    return code + chat
+
+
+def run_cell(engine: Engine, prompts: list[str]) -> Cell:
+    before = counters(engine)
+    outputs = [complete(engine, prompt, MAX_TOKENS) for prompt in prompts]
+    return Cell(outputs, counters(engine).minus(before))
+
+
+def status_without_key(engine: Engine, path: str, body: dict | None) -> int:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        engine.endpoint.base_url + path, data=data, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def run_lever(name: str, work_dir: Path) -> LeverRun:
+    spec_config, lever_env = LEVERS[name]
+    extra = ("--worker-extension-cls", RESET_EXTENSION)
+    with running_engine(name, spec_config, {**lever_env, DEV_MODE_ENV: "1"}, work_dir, extra) as engine:
+        prompts = cell_prompts()
+        fresh = run_cell(engine, prompts)
+        for prompt in other_prompts():
+            complete(engine, prompt, MAX_TOKENS)
+        stale = run_cell(engine, prompts)
+        report = reset_engine(engine.endpoint.base_url, engine.endpoint.api_key)
+        reset = run_cell(engine, prompts)
+        # The security question (docs/reset.md): does --api-key guard the dev endpoints?
+        rpc_status = status_without_key(engine, "/collective_rpc", {"method": "lever_drafter_state"})
+        v1_status = status_without_key(engine, "/v1/models", None)
+    return LeverRun(fresh, stale, reset, report, rpc_status, v1_status)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, LeverRun]:
+    work_dir = tmp_path_factory.mktemp("reset_engine")
+    out = {name: run_lever(name, work_dir) for name in LEVERS}
+    for name, run in out.items():  # the measured figures, for the record (pytest -s)
+        for label in ("fresh", "stale", "reset"):
+            print(f"{name} {label}: {getattr(run, label).compared()}")
+        print(f"{name} reset report: {run.report.columns()}")
+    return out
+
+
+@pytest.mark.parametrize("lever", list(LEVERS))
+def test_the_reset_leaves_an_empty_engine(runs, lever):
+    report = runs[lever].report
+    assert report.ok, report.problem
+    assert report.prefix_cache_reset is True
+    assert report.left() == {
+        "cached_requests": 0,
+        "active_requests": 0,
+        "global_tree_seqs": 0,
+        "runner_requests": 0,
+    }
+    # It emptied something: the earlier cells' outputs were in the tree.
+    assert report.found()["cached_requests"] > 0
+
+
+@pytest.mark.parametrize("lever", list(LEVERS))
+def test_a_reset_engine_drafts_exactly_as_a_fresh_one(runs, lever):
+    run = runs[lever]
+    assert run.fresh.delta.spec_drafts > 0
+    assert run.reset.outputs == run.fresh.outputs
+    assert run.reset.compared() == run.fresh.compared()
+
+
+@pytest.mark.parametrize("lever", list(LEVERS))
+def test_without_the_reset_the_same_cell_drafts_differently(runs, lever):
+    """What the equivalence test catches: a skipped reset changes the counters (not the outputs)."""
+    run = runs[lever]
+    assert run.stale.outputs == run.fresh.outputs
+    assert run.stale.compared() != run.fresh.compared()
+    assert run.stale.delta.spec_accepted_tokens > run.fresh.delta.spec_accepted_tokens
+
+
+def test_dev_endpoints_do_not_ask_for_the_api_key(runs):
+    """vLLM's AuthenticationMiddleware guards /v1, /v2, /inference and /cohere only (docs/reset.md)."""
+    run = runs["suffix"]
+    assert run.unauthenticated_v1_status == 401
+    assert run.unauthenticated_rpc_status == 200
