@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from dataclasses import asdict
 from typing import Any
@@ -243,6 +244,10 @@ def render_plan(summary: dict[str, Any], console: Console) -> None:
         console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
 def plan(overrides: list[str], console: Console | None = None) -> int:
     console = console or Console()
     fmt, rest = pop_format(overrides)
@@ -278,26 +283,43 @@ def simulate_plan(overrides: list[str], console: Console | None = None) -> dict[
     config = to_config(compose_config(overrides))
     check_config(config, command="simulate")
     node_gpus = [node.gpus for node in config.cluster.nodes for _ in range(node.count)]
+    if not node_gpus and not config.ray.use_gpus:
+        # A local CPU run (cluster=local): this machine, one engine per ray.cpus_per_engine cores, as
+        # Ray's placement groups give them (each engine group needs `tp` slots, 1 on the CPU engine).
+        node_gpus = [max(1, int((os.cpu_count() or 1) // config.ray.cpus_per_engine))]
+        console.print(
+            f"cluster '{config.cluster.name}': this machine, {os.cpu_count()} cores / ray.cpus_per_engine "
+            f"{config.ray.cpus_per_engine:g} = {node_gpus[0]} engine(s) at a time"
+        )
     if not node_gpus:
         raise ConfigError(
             f"cluster '{config.cluster.name}' describes no nodes; pick one, e.g. cluster=h200x8_4nodes"
         )
     groups = launch_order(group_by_engine(expand_all(config).cells), config.plan)
+    # The drift anchor's two launches too (grid.anchor), so the count is plan's; placed first and
+    # last as run places them, their whole time counts (nothing overlaps them).
+    anchors = [g for cell in anchor_cells(config) or [] for g in group_by_engine([cell])]
     jobs = [SimJob(g.spec.label, g.gpus, group_cost(g, config.plan).wall_s) for g in groups]
+    anchor_s = sum(group_cost(g, config.plan).wall_s for g in anchors)
     limit = config.ray.max_in_flight or sum(node_gpus)
     result = simulate(jobs, node_gpus, limit)
     summary = {
         "experiment": config.name,
         "cluster": config.cluster.name,
         "nodes_gpus": node_gpus,
-        "engine_launches": len(jobs),
-        "makespan_h": result.makespan_s / 3600,
-        "lower_bound_h": result.lower_bound_s / 3600,
-        "ratio": result.ratio,
+        "engine_launches": len(jobs) + len(anchors),
+        "anchor_launches": len(anchors),
+        "makespan_h": (result.makespan_s + anchor_s) / 3600,
+        "lower_bound_h": (result.lower_bound_s + anchor_s) / 3600,
+        "ratio": (result.makespan_s + anchor_s) / (result.lower_bound_s + anchor_s),
     }
+    slots = "GPU" if config.ray.use_gpus or config.cluster.nodes else "engine slot"
     console.print(
-        f"{summary['experiment']} on {summary['cluster']} ({len(node_gpus)} nodes, {sum(node_gpus)} GPUs): "
-        f"{len(jobs)} engine launches, makespan {summary['makespan_h']:.1f} h, lower bound "
-        f"{summary['lower_bound_h']:.1f} h (x{result.ratio:.3f})"
+        f"{summary['experiment']} on {summary['cluster']} ({plural(len(node_gpus), 'node')}, "
+        f"{plural(sum(node_gpus), slots)}): "
+        f"{plural(summary['engine_launches'], 'engine launch', 'engine launches')} "
+        f"({summary['anchor_launches']} of them the drift anchor's, first and last), "
+        f"makespan {summary['makespan_h']:.1f} h, lower bound {summary['lower_bound_h']:.1f} h "
+        f"(x{summary['ratio']:.3f})"
     )
     return summary

@@ -41,6 +41,15 @@ def test_final_grid_on_four_8_gpu_nodes_is_within_10_percent_of_the_bound():
     assert summary["ratio"] <= 1.10
 
 
-def test_cluster_without_nodes_cannot_be_simulated():
+def test_a_gpu_cluster_without_nodes_cannot_be_simulated():
     with pytest.raises(ConfigError, match="describes no nodes"):
-        simulate_plan(["experiment=smoke"])
+        simulate_plan(["experiment=smoke", "ray.use_gpus=true"])
+
+
+def test_a_local_cpu_run_is_simulated_on_this_machines_engine_slots(monkeypatch):
+    import grid.plan_report
+
+    monkeypatch.setattr(grid.plan_report.os, "cpu_count", lambda: 8)
+    summary = simulate_plan(["experiment=smoke", "ray.cpus_per_engine=2"])
+    assert summary["nodes_gpus"] == [4] and summary["engine_launches"] >= 1
+    assert summary["makespan_h"] >= summary["lower_bound_h"] > 0
