@@ -141,13 +141,21 @@ def cell_rows(frame: pd.DataFrame) -> list[list[str]]:
             _fmt(row.draft_tokens_per_draft, 2),
             _fmt(getattr(row, "chunk_gap_ms_p50", None), 1),
             _fmt(getattr(row, "tokens_per_chunk", None), 2),
-            _fmt(row.speedup_vs_van, 2),
+            _x_van_cell(row),
             _fmt(row.engine_ready_s, 0),
             f"{_fmt(row.n_ok, 0)}/{_fmt(row.n_errors, 0)}",
             _validity(row),
         ]
         for row in frame.itertuples()
     ]
+
+
+def _x_van_cell(row: object) -> str:
+    """One cell's ratio to van's is one pair: never judged, said in the same row (and INVALID too)."""
+    text = _fmt(getattr(row, "speedup_vs_van", None), 2)
+    if text == "-":
+        return text
+    return text + (" n=1 INVALID" if getattr(row, "valid", True) is False else " n=1")
 
 
 def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[str] | None = None) -> None:
@@ -169,7 +177,8 @@ def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[s
         "out tok/s: output tokens inside the steady-state window / its length; bench tok/s: "
         "completed tokens / first send to last completion (as vllm bench serve); step ms, tok/step: "
         "a stream's mean time between chunks in the window (median over streams) and tokens per chunk "
-        "(one chunk per engine step)"
+        "(one chunk per engine step); x van: this cell over van's of the same corpus and repeat, one pair "
+        "(n=1): not judged (the repeats table, with grid.repeats >= 2, judges it)"
     )
     for row in frame.itertuples():
         if getattr(row, "valid", True) is False:
