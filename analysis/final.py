@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.compare import compare, typed_flags
-from analysis.decision import CONFIDENCE, geomean_repeats, judge
+from analysis.decision import CONFIDENCE, NO_BAND, NOT_JUDGED, geomean_repeats, judge
 from analysis.drift import drift_band
 from analysis.gate import gate_problems, latest_verdicts, parse_k_by_corpus
 from analysis.medians import sessions_of
@@ -178,8 +178,27 @@ def final_for_model(
         "excluded_by_equivalence": ", ".join(lever_label(r.lever, r.k) for r in scores[banned].itertuples()),
         **result,
         "answer": f"{model}: {label}, {speedup:.2f}x over van ({result['verdict']}; {basis})"
-        + (_runner_up(allowed, van, drift, confidence) if final["lever"] == REFERENCE_LEVER else ""),
+        + (_runner_up(allowed, van, drift, confidence) if final["lever"] == REFERENCE_LEVER else "")
+        + what_would_judge(result["label"]),
     }
+
+
+# The smallest repeats at which analysis/decision.py's rule meets both targets under the default
+# noise model (`python -m analysis.power`; tests/unit/analysis/test_power.py holds it).
+REPEATS_FOR_TARGETS = 5
+
+
+def what_would_judge(label: str) -> str:
+    """For a comparison the rule could not judge: what would let it."""
+    if label == NOT_JUDGED:
+        return (
+            f"; to judge it, rerun with grid.repeats={REPEATS_FOR_TARGETS} (the repeats that meet the rule's "
+            "targets under the default noise; `python -m analysis.power --sigma-van ... --sigma-lever ...` "
+            "gives the number at your machine's spread)"
+        )
+    if label == NO_BAND:
+        return "; to judge it, run with the drift anchor on (grid.anchor.enabled=true) so the band is known"
+    return ""
 
 
 def final_levers(

@@ -101,6 +101,35 @@ def _figure(fig: Figure, alt: str) -> str:
     return f"<img alt='{html.escape(alt)}' src='{png_data_uri(fig)}'>"
 
 
+PER_CORPUS_HEADERS = {
+    "model": "model",
+    "corpus": "corpus",
+    "lever": "lever",
+    "k": "K",
+    "n": "n valid",
+    "output_tok_per_s": "out tok/s (median)",
+    "ttft_ms_p50": "TTFT p50 ms (median)",
+    "tpot_ms_p50": "TPOT p50 ms (median)",
+}
+
+
+def per_corpus(measured: pd.DataFrame) -> pd.DataFrame:
+    """Per model x corpus x lever x K: VALID cells' medians of out tok/s, TTFT p50 and TPOT p50."""
+    columns = [c for c in ("output_tok_per_s", "ttft_ms_p50", "tpot_ms_p50") if c in measured]
+    if measured.empty or not columns:
+        return pd.DataFrame(columns=list(PER_CORPUS_HEADERS))
+    valid = measured[measured["valid"].fillna(False).astype(bool)] if "valid" in measured else measured
+    keys = ["model", "corpus", "lever", "k"]
+    table = valid.groupby(keys, dropna=False)[columns].median()
+    table.insert(0, "n", valid.groupby(keys, dropna=False).size())
+    return table.reset_index()
+
+
+def _folded(summary: str, body: str) -> str:
+    """A raw table folded away: one click opens it."""
+    return f"<details><summary>{html.escape(summary)}</summary>{body}</details>"
+
+
 def _answers(study: Study) -> str:
     if study.final.empty:
         return "<p>No cells measured yet.</p>"
@@ -130,6 +159,11 @@ def render_report(study: Study, title: str) -> str:
         f"<p class='note'>{html.escape(RULE_NOTE)}</p>",
         table_html(study.table1, list(TABLE1_HEADERS), TABLE1_HEADERS),
         _figure(figures.speedup_bars(study.table1, study.speedup_geomean), "Figure 1"),
+        "<h2>Per corpus: throughput and latency</h2>",
+        "<p class='note'>Medians over each configuration's VALID cells (repeats); TTFT and TPOT are each "
+        "cell's p50 over its measured requests. Comparisons with their intervals are in Table 1 and the "
+        "best-K table.</p>",
+        table_html(per_corpus(study.measured), list(PER_CORPUS_HEADERS), PER_CORPUS_HEADERS),
         "<h2>Best K per model x corpus</h2>",
         "<p class='note'>Smallest K over which the top K is no real gain (ties within noise go to the "
         "smaller K); interval and label: best K vs the other.</p>",
@@ -142,9 +176,15 @@ def render_report(study: Study, title: str) -> str:
         table_html(study.drift, DRIFT_COLUMNS),
         _figure(figures.anchor_drift(study.drift), "Figure 3"),
         "<h2>Sessions</h2>",
-        table_html(session_summary(study.sessions)),
+        _folded(
+            f"{len(study.sessions)} session fingerprints (hosts, GPUs, versions)",
+            table_html(session_summary(study.sessions)),
+        ),
     ]
     if not study.equivalence.empty:
-        parts += ["<h2>Output equivalence</h2>", table_html(study.equivalence)]
+        parts += [
+            "<h2>Output equivalence</h2>",
+            _folded(f"{len(study.equivalence)} verdicts (every column)", table_html(study.equivalence)),
+        ]
     parts.append("</body></html>")
     return "\n".join(parts)

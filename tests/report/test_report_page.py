@@ -63,3 +63,16 @@ def test_a_report_with_no_cells_never_replaces_an_earlier_one(tmp_path, capsys):
     assert main(["report", "experiment=smoke", f"paths.store={tmp_path}", "load.seed=99"]) == 2
     assert "is kept; pass the overrides the run had" in capsys.readouterr().err
     assert path.read_text() == "the real report"
+
+
+def test_the_page_has_per_corpus_figures_and_folds_the_raw_tables(synthetic_store):
+    from analysis.html_report import per_corpus
+    from analysis.study import load_study
+
+    page = write_page(synthetic_store).read_text()
+    assert "Per corpus: throughput and latency" in page and "out tok/s (median)" in page
+    assert "<details><summary>2 session fingerprints" in page
+    assert "<details><summary>" in page.split("Output equivalence", 1)[1]
+    table = per_corpus(load_study(synthetic_store).measured).set_index(["model", "corpus", "lever", "k"])
+    # llama31_8b/mix/suffix K8: the INVALID 500 left out, the median of 130 / 132 / 128
+    assert table.loc[("llama31_8b", "mix", "suffix", 8), ["n", "output_tok_per_s"]].tolist() == [3, 130.0]

@@ -133,3 +133,11 @@ def test_another_models_pass_does_not_clear_a_lever():
     other = passes(per).assign(model="tiny")
     row = final_levers(per, DRIFT, equivalence=other).iloc[0]
     assert row["final_lever"] == "van" and row["excluded_by_equivalence"] == "suffix K=8"
+
+
+def test_a_comparison_not_judged_says_what_would_judge_it():
+    one = rows("a", {("mix", "van", 0): 100.0, ("mix", "suffix", 8): 140.0}, spread=(1.0,))
+    answer = final_levers(one, DRIFT, equivalence=passes(one)).set_index("model").loc["a", "answer"]
+    assert "not judged (n<2)" in answer and "to judge it, rerun with grid.repeats=5" in answer
+    no_band = final_levers(PER_LEVER, DRIFT.iloc[0:0], equivalence=passes(PER_LEVER))
+    assert "grid.anchor.enabled=true" in no_band.set_index("model").loc["a", "answer"]

@@ -86,3 +86,9 @@ def test_unpaired_welch_and_too_few_repeats():
     # a gain whose interval reaches into the band is within noise, however large the point estimate
     wide = judge(reps([130.0, 100.0]), reps([100.0, 100.0]), 0.02)
     assert wide.ratio > 1.1 and wide.label == NOISE
+
+
+def test_the_reports_advice_names_the_repeats_this_file_holds():
+    from analysis.final import REPEATS_FOR_TARGETS
+
+    assert default_repeats() == REPEATS_FOR_TARGETS
