@@ -589,8 +589,9 @@ def _run_and_store(
         if (isinstance(exc, OSError) or note) and (problem := store_problem(ctx.store_root, 0)) is not None:
             return CellOutcome(cell.key, cell.label, attempt_id, "failed", problem, stops_run=True)
         return CellOutcome(cell.key, cell.label, attempt_id, "failed", error + note)
+    valid, reasons = summary.get("valid"), summary.get("invalid_reasons")
     return CellOutcome(cell.key, cell.label, attempt_id, "ok", None, summary["output_tok_per_s"], ready_s,
-                       valid=summary.get("valid"), invalid_reasons=summary.get("invalid_reasons"))  # fmt: skip
+                       valid=valid, invalid_reasons=reasons)  # fmt: skip
 
 
 def cell_error(exc: Exception, symptom: str) -> str:

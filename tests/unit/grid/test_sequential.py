@@ -79,7 +79,9 @@ def test_a_failed_look_stops_the_driver_with_its_code(tmp_path):
 def test_plan_prices_the_looks_between_fixed_repeats_and_the_cap(tmp_path):
     from grid.plan_report import sequential_cost
 
-    cost = sequential_cost([*overrides(tmp_path), "grid.sequential.looks=[2,3,5]", "grid.repeats=2"], draws=30)
+    cost = sequential_cost(
+        [*overrides(tmp_path), "grid.sequential.looks=[2,3,5]", "grid.repeats=2"], draws=30
+    )
     assert cost["fixed_gpu_hours"] < cost["cap_gpu_hours"]
     for scenario in ("no_effect", "gain_10"):
         assert 2 <= cost[scenario]["mean_repeats"] <= 5
