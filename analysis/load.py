@@ -120,6 +120,7 @@ def left_out(
             lines.append(f"not used: {row.problem}; another whole attempt of this cell is used")
         else:
             lines.append(f"left out: {row.problem}")
+    lines += unreadable_left_out(con, cell_keys, session_id)
     measured = set(frame.loc[frame["status"] == "ok", "cell_key"])
     for key, group in frame[~frame["cell_key"].isin(measured | set(shown))].groupby("cell_key", sort=True):
         last = group.iloc[-1]
@@ -128,6 +129,22 @@ def left_out(
         attempts = f"{len(group)} attempt{'s' if len(group) > 1 else ''}"
         lines.append(f"left out: cell {key}: {last['status']} ({attempts}; {why})")
     return lines
+
+
+def unreadable_left_out(
+    con: duckdb.DuckDBPyConnection, cell_keys: Collection[str] | None = None, session_id: str | None = None
+) -> list[str]:
+    """`left out: <manifest>: unreadable manifest (...)` per manifest store.read.connect could not read
+    (as `status` names it); only those of `cell_keys` and of attempts of `session_id` when given."""
+    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'unreadable'").fetchone()[0]:
+        return []
+    rows = con.execute("SELECT cell_key, attempt_id, problem FROM unreadable ORDER BY problem").fetchall()
+    keys = None if cell_keys is None else set(cell_keys)
+    return [
+        f"left out: {problem}"
+        for cell_key, attempt_id, problem in rows
+        if (keys is None or cell_key in keys) and (session_id is None or attempt_id.startswith(session_id))
+    ]
 
 
 def invalid_left_out(measured: pd.DataFrame, what: str = "left out") -> list[str]:

@@ -155,6 +155,26 @@ def summary(overrides: list[str]) -> int:
     return 0
 
 
+# Exit codes, one table (README "Exit codes"): 0 the command did what it says; 1 a run that stopped
+# (its store failed mid-run) or left cells failed, interrupted or pending; 2 nothing was launched: a bad
+# name, override, value or config file, or a store or file the command cannot use (unreachable,
+# unwritable, full); 130 / 143 Ctrl-C / SIGTERM (128 + the signal); 141 the reader of stdout went away.
+EXIT_OK, EXIT_UNDONE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def os_error_line(exc: BaseException) -> str:
+    """An OSError (or a store's StoreError) as one line with no credentials: the store's own line for
+    StoreUnreachable, else what failed and on which file (`No space left on device: results/x.html`)."""
+    from store.fs import StoreUnreachable, redact
+
+    if isinstance(exc, OSError) and not isinstance(exc, StoreUnreachable) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        text = f"{exc.strerror}{where}"
+    else:
+        text = " ".join(str(exc).split())
+    return redact(text)
+
+
 def main(argv: list[str]) -> int:
     try:
         return dispatch(argv)
@@ -221,7 +241,18 @@ def dispatch(argv: list[str]) -> int:
 
         # The last stop before the terminal: no message shows a store URL's credentials.
         print(f"error: {redact(str(exc))}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        raise  # main's: the reader has gone
+    except (OSError, ValueError) as exc:
+        from store.fs import StoreError
+
+        if isinstance(exc, ValueError) and not isinstance(exc, StoreError):
+            raise  # a bug, not something a user caused: its traceback is what to report
+        # A store that does not answer (store/fs.py StoreUnreachable names it and its endpoint), a
+        # disk that is full, a file that cannot be written: one line, not a traceback.
+        print(f"error: {os_error_line(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         # Before any launch (a run's launch handles its own signals): nothing to stop or record.
         print("interrupted before anything was launched", file=sys.stderr)

@@ -244,32 +244,40 @@ def check_plugin(cell: Cell) -> None:
         raise ConfigError(problem)
 
 
-def store_problem(root: StoreRoot) -> str | None:
+def store_problem(root: StoreRoot, min_free_bytes: int = 0) -> str | None:
     """Why the store at `root` cannot be written, or None; nothing is left behind.
 
-    Probed by creating and removing a temp file in it, or, while it does not
-    exist yet, a temp folder where it would be made (its nearest existing parent).
+    Probed by writing real bytes to a temp file in it and removing it (store/space.py write_probe:
+    an empty file can be made on a full disk), or, while it does not exist yet, by making a temp
+    folder where it would be made (its nearest existing parent) and the probe file in that; then
+    its free space against `min_free_bytes` (run.min_store_free_mb).
     """
+    from store.space import space_problem, write_failure, write_probe
+
     if isinstance(root, StorePath):  # an object store: a probe object written and removed
         return object_store_problem(root)
-    fix = "point paths.store at a folder you can write (e.g. paths.store=results)"
     existing = root
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        return f"paths.store {root}: {existing} is a file, not a folder; {fix}"
+        return (
+            f"paths.store {root}: {existing} is a file, not a folder; "
+            "point paths.store at a folder you can write (e.g. paths.store=results)"
+        )
     try:
         if existing == root:
-            handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=root)
-            os.close(handle)
-            os.unlink(probe)
+            write_probe(root)
         else:
-            os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=existing))
+            folder = tempfile.mkdtemp(prefix=".write-probe-", dir=existing)
+            try:
+                write_probe(Path(folder))
+            finally:
+                os.rmdir(folder)
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
         made = "" if existing == root else f"; it would be made in {existing}"
-        return f"paths.store {root} cannot be written ({reason}{made}); {fix}"
-    return None
+        return f"paths.store {write_failure(root, exc, 'cannot be written', made)}"
+    short = space_problem(existing, min_free_bytes)
+    return None if short is None else f"paths.store {short}"
 
 
 @dataclass
@@ -294,7 +302,8 @@ def inspect(config: Config, groups: list[EngineGroup]) -> Inspection:
     if not cells:
         return found
     found.problems += input_problems(cells, models_dir, cache_dir, config.ray.use_gpus)
-    if (store := store_problem(store_path(paths.store, paths.store_options))) is not None:
+    root = store_path(paths.store, paths.store_options)
+    if (store := store_problem(root, config.run.min_store_free_mb * 2**20)) is not None:
         found.problems.append(store)
     found.corpora = read_corpora(groups, data_dir, cache_dir)
     found.problems += [read.error for read in found.corpora.values() if read.error]

@@ -60,6 +60,24 @@ class StoreError(ValueError):
     """A store URL or option that cannot be used."""
 
 
+class StoreUnreachable(OSError):
+    """An object store that did not answer, or refused: one line naming the store and its endpoint.
+
+    An OSError, so every caller that copes with a failed read or write copes with this one too;
+    the command line prints it as its one `error:` line (grid/__main__.py).
+    """
+
+
+def aws_reason(exc: BaseException) -> str:
+    """pyarrow's S3 message, cut to what says why: `AWS Error NETWORK_CONNECTION during ListObjectsV2
+    operation: curlCode: 7, Could not connect to server` (no key, no `Details:` repeat), one line."""
+    text = " ".join(str(exc).split())
+    if "AWS Error" in text:
+        text = "AWS Error" + text.split("AWS Error", 1)[1]
+    text = text.split("; Details:", 1)[0]
+    return redact(text[:240])
+
+
 def is_secret_key(name: str) -> bool:
     """Whether a store option or URL query key names a credential (by SECRET_WORDS)."""
     lowered = name.lower()
@@ -215,8 +233,42 @@ class Store:
     def full(self, key: str) -> str:
         return f"{self.base}/{key}" if key else self.base
 
+    def endpoint(self) -> str:
+        """Where the store's requests go, for a message: the endpoint given, else the service's own."""
+        options = dict(self.options)
+        given = options.get("endpoint_override") or os.environ.get("AWS_ENDPOINT_URL_S3")
+        given = given or os.environ.get("AWS_ENDPOINT_URL")
+        if given:
+            text = str(given)
+            if "://" not in text and options.get("scheme"):
+                text = f"{options['scheme']}://{text}"
+            return redact(text)
+        scheme = urlsplit(self.url).scheme
+        if scheme == "s3":
+            region = options.get("region") or os.environ.get("AWS_REGION")
+            region = region or os.environ.get("AWS_DEFAULT_REGION")
+            return f"AWS S3{f' ({region})' if region else ''}"
+        return f"{scheme}://"
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        """A failed call of the store (not a missing object) as StoreUnreachable: one line that names
+        the store and its endpoint, what the store said, and where to look."""
+        try:
+            yield
+        except (FileNotFoundError, StoreUnreachable):
+            raise
+        except OSError as exc:
+            raise StoreUnreachable(
+                f"store {redact(self.url)} at {self.endpoint()} did not answer or refused "
+                f"({aws_reason(exc)}); check that the endpoint is up and reachable "
+                "(paths.store_options.endpoint_override, AWS_ENDPOINT_URL), that the bucket exists and "
+                "that the credentials in the environment may use it"
+            ) from exc
+
     def info(self, key: str) -> pafs.FileInfo:
-        return self.fs.get_file_info(self.full(key))
+        with self.answering():
+            return self.fs.get_file_info(self.full(key))
 
     def exists(self, key: str) -> bool:
         return self.info(key).type != pafs.FileType.NotFound
@@ -231,7 +283,7 @@ class Store:
         """
         for attempt in range(1, READ_ATTEMPTS + 1):
             try:
-                with self.fs.open_input_stream(self.full(key)) as stream:
+                with self.answering(), self.fs.open_input_stream(self.full(key)) as stream:
                     return stream.read()
             except FileNotFoundError:
                 raise
@@ -243,12 +295,13 @@ class Store:
 
     def write_bytes_atomic(self, key: str, data: bytes) -> None:
         """One object, visible only whole (object stores: one PUT)."""
-        with self.fs.open_output_stream(self.full(key)) as stream:
+        with self.answering(), self.fs.open_output_stream(self.full(key)) as stream:
             stream.write(data)
 
     def put_file(self, local: Path, key: str) -> None:
         """Upload a local file whole (a multipart upload is visible only once complete)."""
-        with local.open("rb") as source, self.fs.open_output_stream(self.full(key)) as stream:
+        target = self.full(key)
+        with local.open("rb") as source, self.answering(), self.fs.open_output_stream(target) as stream:
             while chunk := source.read(8 * 2**20):
                 stream.write(chunk)
 
@@ -256,14 +309,12 @@ class Store:
         """(key relative to the store, info) of every file under `key`; none if it does not exist."""
         selector = pafs.FileSelector(self.full(key), recursive=recursive, allow_not_found=True)
         prefix = self.base + "/" if self.base else ""
-        return [
-            (info.path.removeprefix(prefix), info)
-            for info in self.fs.get_file_info(selector)
-            if info.type == pafs.FileType.File
-        ]
+        with self.answering():
+            infos = self.fs.get_file_info(selector)
+        return [(info.path.removeprefix(prefix), info) for info in infos if info.type == pafs.FileType.File]
 
     def delete(self, key: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError), self.answering():
             self.fs.delete_file(self.full(key))
 
 
@@ -353,7 +404,8 @@ class StorePath:
 
     def open_input(self) -> Any:
         """A pyarrow input file (seekable): for hashing and Parquet footers."""
-        return self.store.fs.open_input_file(self.store.full(self.key))
+        with self.store.answering():
+            return self.store.fs.open_input_file(self.store.full(self.key))
 
     def write_bytes(self, data: bytes) -> int:
         self.store.write_bytes_atomic(self.key, data)

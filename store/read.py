@@ -48,8 +48,9 @@ class Attempt:
         )
 
 
-def attempts(root: StoreRoot) -> tuple[list[Attempt], list[str]]:
-    """Every readable manifest, and a problem line for each unreadable one (skipped)."""
+def attempts(root: StoreRoot, unread: list[Unreadable] | None = None) -> tuple[list[Attempt], list[str]]:
+    """Every readable manifest, and a problem line for each unreadable one (skipped); each unreadable
+    one is also appended to `unread` when given (its cell and attempt from its path)."""
     found, problems = [], []
     for path in StoreLayout(root).manifests():
         try:
@@ -69,7 +70,18 @@ def attempts(root: StoreRoot) -> tuple[list[Attempt], list[str]]:
             )
         except (OSError, ValueError, KeyError) as exc:
             problems.append(f"{path}: unreadable manifest ({exc}); ignored")
+            if unread is not None:
+                unread.append(Unreadable(path.parent.parent.name, path.parent.name, problems[-1]))
     return found, problems
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A manifest that could not be read (garbled JSON, a field missing): its attempt counts nowhere."""
+
+    cell_key: str  # from its path: cells/<cell_key>/<attempt_id>/manifest.json
+    attempt_id: str
+    problem: str
 
 
 def unreadable(attempt: Attempt, checksums: bool = True) -> str | None:
@@ -97,6 +109,7 @@ class Verified:
     good: list[Attempt]
     damaged: list[Damage]  # ok attempts with a damaged file, left out
     problems: list[str]  # a line per unreadable manifest and per damaged attempt
+    unreadable: tuple[Unreadable, ...] = ()  # the unreadable manifests (also in problems)
 
 
 # Object stores: attempts checked at once (each check is a few HEAD/GET round trips).
@@ -120,7 +133,8 @@ def attempt_damages(found: list[Attempt], checksums: bool = True) -> dict[tuple[
 
 def verified_attempts(root: StoreRoot, checksums: bool = True) -> Verified:
     """Ok attempts whose files are whole (sizes, and sha256 unless `checksums=False`)."""
-    found, problems = attempts(root)
+    unread: list[Unreadable] = []
+    found, problems = attempts(root, unread)
     good, damaged = [], []
     damage_of = attempt_damages(found, checksums)
     for attempt in found:
@@ -131,7 +145,7 @@ def verified_attempts(root: StoreRoot, checksums: bool = True) -> Verified:
             problems.append(str(damage))
         else:
             good.append(attempt)
-    return Verified(found, good, damaged, problems)
+    return Verified(found, good, damaged, problems, tuple(unread))
 
 
 def ok_attempts(root: StoreRoot, checksums: bool = True) -> tuple[list[Attempt], list[str]]:
@@ -206,6 +220,10 @@ ATTEMPT_COLUMNS = [
 ]
 
 
+# Table `unreadable`: one row per manifest that could not be read (its attempt is in no view).
+UNREADABLE_COLUMNS = ["cell_key", "attempt_id", "problem"]
+
+
 def _attempts_table(con: duckdb.DuckDBPyConnection, verified: Verified) -> None:
     """Table `attempts`: one row per readable manifest, damaged ok attempts with their file and problem."""
     damage = {(d.cell_key, d.attempt_id): d for d in verified.damaged}
@@ -219,6 +237,12 @@ def _attempts_table(con: duckdb.DuckDBPyConnection, verified: Verified) -> None:
         )  # fmt: skip
     schema = pa.schema([(name, pa.string()) for name in ATTEMPT_COLUMNS])
     con.from_arrow(pa.Table.from_pylist(rows, schema=schema)).create("attempts")
+    unread = [
+        {"cell_key": u.cell_key, "attempt_id": u.attempt_id, "problem": u.problem}
+        for u in verified.unreadable
+    ]
+    schema = pa.schema([(name, pa.string()) for name in UNREADABLE_COLUMNS])
+    con.from_arrow(pa.Table.from_pylist(unread, schema=schema)).create("unreadable")
 
 
 def connect(root: StoreRoot, checksums: bool = True) -> duckdb.DuckDBPyConnection:
@@ -234,7 +258,8 @@ def connect(root: StoreRoot, checksums: bool = True) -> duckdb.DuckDBPyConnectio
     Only ok attempts whose files are whole are in the views (sizes and sha256
     checksums as their manifests recorded them; `checksums=False`: sizes only).
     The table `attempts` (always present, ATTEMPT_COLUMNS) has every manifest,
-    and names the damaged file of each ok attempt left out (`damaged`).
+    and names the damaged file of each ok attempt left out (`damaged`); the table
+    `unreadable` (always present, UNREADABLE_COLUMNS) each manifest that could not be read.
     Notebooks, the report and `python -m grid summary` all read through here.
     """
     con = duckdb.connect()
