@@ -21,7 +21,19 @@ from collections.abc import Callable, Iterator
 
 from store.fs import StorePath, StoreRoot
 from store.layout import MANIFEST, StoreLayout
-from store.lease import READ_BACK_S, Lease, confirm, create, lease_path, read_lease, release, renew, take_over
+from store.lease import (
+    READ_BACK_S,
+    Lease,
+    all_leases,
+    confirm,
+    create,
+    lease_path,
+    read_lease,
+    release,
+    remove_stale,
+    renew,
+    take_over,
+)
 from vocab.groups import EngineGroup
 
 
@@ -37,6 +49,21 @@ def measured_since(root: StoreRoot, cell_key: str, since_s: float, owner: str) -
         if data.get("status") == "ok" and data.get("session_id") != owner:
             return str(data.get("session_id"))
     return None
+
+
+def clear_stale_on_done(root: StoreRoot, done: Callable[[str], bool], say: Callable[[str], None]) -> int:
+    """Remove the leases of dead drivers (expired, or their pid gone from this host) on cells that are
+    done (`done(cell_key)`): no run takes those over, so they would stay "stale" for ever. Each one
+    removed is said; the count is returned."""
+    removed = 0
+    for lease in all_leases(root):
+        if (why := lease.stale()) is None or not done(lease.cell_key):
+            continue
+        with contextlib.suppress(OSError):
+            if remove_stale(lease_path(root, lease.cell_key), lease):
+                removed += 1
+                say(f"lease: removed {lease.holder()}'s lease on done cell {lease.cell_key} ({why})")
+    return removed
 
 
 class CellLeases:

@@ -183,8 +183,29 @@ def prompt_rows(found: Inspection) -> list[dict[str, Any]]:
     return rows
 
 
+def corpora_title(rows: list[dict[str, Any]]) -> str:
+    """The table's title says what is true of these rows: that every measured prompt is new to its
+    engine and every prompt fits only when no row counts one repeated, too long or unreadable."""
+
+    def total(key: str) -> int:
+        return sum(int(row.get(key) or 0) for row in rows if not row.get("error"))
+
+    unreadable = sum(1 for row in rows if row.get("error"))
+    said = [
+        f"{n:,} measured prompts repeated on their engine"
+        if (n := total("prompts_reused"))
+        else "every measured prompt new to its engine",
+        f"{n:,} prompts too long for their engine's context"
+        if (n := total("too_long"))
+        else "every prompt fits",
+    ]
+    if unreadable:
+        said.append(f"{unreadable} corpus{'' if unreadable == 1 else 'es'} unreadable")
+    return f"prompts per corpus ({', '.join(said)})"
+
+
 def render_corpora(rows: list[dict[str, Any]], console: Console) -> None:
-    table = Table(title="prompts per corpus (every measured prompt new to its engine, every prompt fits)")
+    table = Table(title=corpora_title(rows))
     for header in ("corpus", "distinct", "warm-up", "measured", "repeated", "bad rows skipped", "too long"):
         table.add_column(header, justify="left" if header == "corpus" else "right")
     for row in rows:

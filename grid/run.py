@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -22,8 +23,8 @@ from grid.anchor import anchor_cells
 from grid.compose import compose_config
 from grid.cost import launch_order
 from grid.expand import expand, to_config
-from grid.lease import CellLeases
-from grid.ledger import build_ledger, kept_invalid, select
+from grid.lease import CellLeases, clear_stale_on_done
+from grid.ledger import DONE, INVALID, build_ledger, kept_invalid, select
 from grid.plan import group_by_engine
 from grid.preflight import check_before_launch, check_config
 from grid.session import end_fingerprint, fingerprint, new_session_id
@@ -34,6 +35,7 @@ from store.layout import StoreLayout
 from store.read import connect
 from vocab.cells import stable_hash
 from vocab.console import make_console  # the terminal's width, or LOG_WIDTH in a log (also the tune's)
+from vocab.errors import StoreError
 from vocab.groups import EngineGroup
 from vocab.paths import data_path, project_path, store_path
 from vocab.schema import Config
@@ -64,6 +66,8 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     ledger = build_ledger(ctx.store_root)
     for problem in ledger.problems:
         console.print(f"[yellow]store:[/] {problem}")
+    # A killed driver's lease on a cell measured since (done or INVALID) is taken over by no one.
+    clear_stale_on_done(ctx.store_root, lambda key: ledger.status(key) in (DONE, INVALID), console.print)
     todo = select(
         cells, ledger, config.run.mode, config.run.force, config.run.keep_invalid, config.run.invalid_reruns
     )
@@ -100,9 +104,53 @@ def run(overrides: list[str], console: Console | None = None) -> int:
     leases = CellLeases(ctx.store_root, ctx.session_id, config.run.lease_s, console.print, started_s)
     if todo:
         outcomes = launch(phases, ctx, config, console, stop, leases)
-        if not stop:  # a stopped run does not judge half a session (nor write to a store that failed)
-            verdicts = write_verdicts(ctx.store_root, ctx.session_id, config.gates.equivalence)
-            report_verdicts(verdicts, console)
+    # From here on the engines have ended: a signal exits at once, saying so (a second one after a
+    # stop too), and a store that fails now is one line and exit 1, not a traceback.
+    with stop_on_signals(stop, console, measuring=False) if todo else nullcontext():
+        try:
+            code = conclude(overrides, config, cells, todo, phases, ctx, outcomes, stop, leases, console)
+        except OSError as exc:
+            from grid.__main__ import os_error_line
+
+            console.print(f"[red]stopped[/]: the store failed after the run: {os_error_line(exc)}")
+            code = 128 + stop.signum if stop.signum is not None else 1
+        if todo:
+            leave_ray(stop, code)
+    return code
+
+
+def leave_ray(stop: Stop, code: int) -> None:
+    """The stop path shuts Ray down: after a signal always (the local cluster's agents must not
+    outlive the driver), else when this run started it; a cluster that no longer answers is left
+    by exiting without Ray's atexit (which would wait a minute, then abort)."""
+    from grid.schedule import disconnect, started_here
+
+    if stop.signum is None and not started_here():
+        return  # a caller's own Ray (a test, a notebook): theirs to end
+    if stop.cluster_gone or not disconnect():
+        print("the local Ray cluster was stopped too; its engines end with it", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def conclude(
+    overrides: list[str],
+    config: Config,
+    cells: list,
+    todo: list,
+    phases: list[list[EngineGroup]],
+    ctx: RunContext,
+    outcomes: list[CellOutcome],
+    stop: Stop,
+    leases: CellLeases,
+    console: Console,
+) -> int:
+    """After the launch: verdicts, the session's table, the counts and the exit code (and the
+    held-out confirmation when asked for)."""
+    if todo and not stop:  # a stopped run does not judge half a session (nor write to a store that failed)
+        verdicts = write_verdicts(ctx.store_root, ctx.session_id, config.gates.equivalence)
+        report_verdicts(verdicts, console)
     # The last attempt of each cell decides; one refused for the store's sake never ran (pending).
     final = {o.cell_key: o for o in outcomes if not o.stops_run}
     session_cells = latest_cells(ctx.store_root, ctx.session_id)
@@ -135,15 +183,6 @@ def run(overrides: list[str], console: Console | None = None) -> int:
 
         console.rule("held-out confirmation")
         code = confirm(overrides)
-    if stop.signum is not None:
-        from grid.schedule import disconnect
-
-        if stop.cluster_gone or not disconnect():
-            # Ray's own exit would wait a minute for a cluster that is gone, then abort.
-            console.print("the local Ray cluster was stopped too; its engines end with it")
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
     return code
 
 
@@ -210,7 +249,10 @@ def launch(
     """
     layout = StoreLayout(ctx.store_root)
     session = fingerprint(ctx.session_id, stable_hash(asdict(config)), ctx.corpus_sha256)
-    write_json(layout.session_file(ctx.session_id), session)
+    try:
+        write_json(layout.session_file(ctx.session_id), session)
+    except OSError as exc:  # e.g. a disk that filled since the probe: nothing launched yet (exit 2)
+        raise StoreError(session_write_problem(ctx.store_root, exc)) from exc
     total = sum(len(g.cells) for groups in phases for g in groups)
     last: dict[str, CellOutcome] = {}  # cell key -> its latest attempt
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -231,7 +273,9 @@ def launch(
 
         from grid.schedule import init_ray, run_phases  # Ray only once everything else checked out
 
-        init_ray(config.ray)  # first: Ray's driver installs a SIGTERM handler of its own
+        # First: Ray's driver installs a SIGTERM handler of its own. A killed driver's agents go first.
+        if swept := init_ray(config.ray):
+            progress.console.print(f"ray: ended {len(swept)} agents a killed driver left (pids {swept})")
         if leases is not None:
             leases.say = progress.console.print
         with stop_on_signals(stop, progress.console), leases.renewing() if leases else nullcontext():
@@ -246,19 +290,46 @@ def launch(
     return outcomes
 
 
+def session_write_problem(root: object, exc: OSError) -> str:
+    """The session record could not be written: the store's own line (unreachable), or why (full,
+    read-only, denied) with the fix that fits; nothing was launched."""
+    from store.fs import StoreUnreachable
+    from store.space import STORE_UNUSABLE, write_failure
+
+    why = str(exc) if isinstance(exc, StoreUnreachable) else write_failure(root, exc)
+    return f"{STORE_UNUSABLE}: {why}; the session record could not be written, so nothing was launched"
+
+
+def exit_now(line: str, code: int) -> None:
+    """Say `line` on stderr, unbuffered, and exit with `code` at once (no cleanup, no atexit).
+
+    Written to file descriptor 2 directly: a console's buffered line (a pipe, a log) would be lost
+    with os._exit, and a user who pressed Ctrl-C twice must see what it did.
+    """
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    with contextlib.suppress(OSError):
+        os.write(2, f"\n{line}\n".encode())
+    os._exit(code)
+
+
 @contextmanager
-def stop_on_signals(stop: Stop, console: Console) -> Iterator[None]:
+def stop_on_signals(stop: Stop, console: Console, measuring: bool = True) -> Iterator[None]:
     """SIGINT / SIGTERM: first one stops the run cleanly, a second one exits at once.
 
     Installed after Ray started: Ray's driver installs a SIGTERM handler of its own
     that dumps a stack and, on the H200 run of 2026-12-01, left the driver hanging
-    past its timeout. The old handlers come back after.
+    past its timeout. The old handlers come back after. `measuring=False` (the run's
+    end: results written, summary, Ray's shutdown): every signal exits at once,
+    saying so, with 128 + the signal; once a stop was asked for, it is the second one.
     """
 
     def handler(signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
         if stop.signum is not None:
-            console.print(f"{signal.Signals(signum).name} again: exiting now")
-            os._exit(128 + signum)
+            exit_now(f"{name} again: exiting now (the engines in flight end with their actors)", 128 + signum)
+        if not measuring:
+            exit_now(f"{name}: exiting now (the measurements are stored; the run had ended)", 128 + signum)
         stop.signum = signum
         stop.at_s = time.time()
         stop.reason = f"{signal.Signals(signum).name} received"

@@ -10,6 +10,7 @@ failed cells go back on the queue as a smaller group, up to max_attempts.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -66,19 +67,67 @@ def task_error(exc: RayError) -> str:
     return f"worker lost ({type(exc).__name__}): {lines[0] if lines else ''}"
 
 
-def init_ray(ray_cfg: RayConfig) -> None:
+# Whether init_ray connected this process (a caller's own ray.init, a test's or a notebook's, is theirs).
+_STARTED = False
+# A local cluster's agents, children of its raylet: a SIGKILL'd driver's sit at PPID 1 for a minute.
+# (Not the head's dashboard.py nor the GCS: those of a live `ray start` cluster sit at PPID 1 too.)
+RAY_AGENTS = ("ray/dashboard/agent.py", "ray/_private/runtime_env/agent/main.py")
+
+
+def started_here() -> bool:
+    """Whether init_ray connected this process to Ray (and so the run may shut it down)."""
+    return _STARTED and ray.is_initialized()
+
+
+def orphaned_agents() -> list[int]:
+    """Pids of this user's Ray agents whose raylet is gone (reparented to init): a killed driver's."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "ppid", "uids", "cmdline"]):
+        with contextlib.suppress(psutil.Error, TypeError):
+            if proc.info["ppid"] != 1 or proc.info["uids"].real != os.getuid():
+                continue
+            if any(agent in part for part in proc.info["cmdline"] or () for agent in RAY_AGENTS):
+                found.append(proc.info["pid"])
+    return found
+
+
+def sweep_agents(timeout_s: float = 5.0) -> list[int]:
+    """End the Ray agents a SIGKILL'd driver left behind (as the next worker sweeps engines); their pids."""
+    import psutil
+
+    procs = []
+    for pid in orphaned_agents():
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(pid)
+            proc.terminate()
+            procs.append(proc)
+    _, alive = psutil.wait_procs(procs, timeout=timeout_s)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    return [proc.pid for proc in procs]
+
+
+def init_ray(ray_cfg: RayConfig) -> list[int]:
     """Join ray.address; else the job's cluster under `ray job submit`; else start a local one.
 
     Without an address Ray would otherwise join whatever `ray start` last left
     in /tmp/ray, even a cluster that has since died; `ray.address=auto` asks
-    for that explicitly.
+    for that explicitly. A local cluster is started only after the agents of a
+    killed driver's one are ended: their pids are returned.
     """
+    global _STARTED
     if ray.is_initialized():
-        return
+        return []
     address = ray_cfg.address or os.environ.get("RAY_ADDRESS") or "local"
     # A local cluster binds to loopback: it serves this machine only.
     local = {"_node_ip_address": "127.0.0.1"} if address == "local" else {}
+    swept = sweep_agents() if address == "local" else []
     ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False, **local)
+    _STARTED = True
+    return swept
 
 
 def bundle(group: EngineGroup, ray_cfg: RayConfig) -> dict[str, float]:

@@ -68,10 +68,14 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
     for lease in all_leases(root):
         if (label := labels.get(lease.cell_key)) is None:
             continue
-        if lease.expired(now):
+        if (why := lease.stale(now)) is not None:  # as `run` decides it: expired, or its pid gone here
+            after = (
+                "the next run removes it"
+                if ledger.status(lease.cell_key) in (DONE, INVALID)
+                else "the next run takes it over"
+            )
             console.print(
-                f"[yellow]stale lease[/] {label}: {lease.holder()}, expired {now - lease.expires_at:,.0f} s "
-                "ago (its driver is gone; the next run takes it over)"
+                f"[yellow]stale lease[/] {label}: {lease.holder()}, {why} (no driver holds it; {after})"
             )
         else:
             console.print(
@@ -128,6 +132,7 @@ def status_record(name: str, cells: list, ledger: Any, root: Any, checksums: boo
                 "cell_key": lease.cell_key,
                 "holder": lease.holder(),
                 "expired": lease.expired(now),
+                "stale": lease.stale(now),  # why no driver holds it (expired, pid gone), or null
                 "expires_in_s": round(lease.expires_at - now, 1),
             }
             for lease in all_leases(root)

@@ -65,6 +65,16 @@ class Lease:
         """Its driver ran on this host and its process is gone (killed): no need to wait for the expiry."""
         return self.host == socket.gethostname() and not psutil.pid_exists(self.pid)
 
+    def stale(self, now: float | None = None) -> str | None:
+        """Why no driver holds this lease any more, as `run` decides it (expired, or its driver gone
+        from this host), or None while its driver may be measuring."""
+        now = now if now is not None else time.time()
+        if self.driver_gone():
+            return f"its driver (pid {self.pid}) is gone from this host"
+        if self.expired(now):
+            return f"expired {now - self.expires_at:,.0f} s ago"
+        return None
+
     def holder(self) -> str:
         return f"{self.owner} on {self.host} (pid {self.pid})"
 
@@ -166,6 +176,30 @@ def take_over(path: StoreRoot, stale: Lease, lease: Lease, read_back: bool = Tru
         path.unlink(missing_ok=True)
         # A driver creating anew (the name absent) may still win here: create is atomic, one holds it.
         return create(path, lease)
+
+
+def remove_stale(path: StoreRoot, stale: Lease) -> bool:
+    """Remove the stale lease `stale` if it is still the one there (no driver took it over meanwhile);
+    True when removed. Local stores under the take-over lock; object stores best effort."""
+    if isinstance(path, StorePath):
+        with contextlib.suppress(ValueError):
+            current = read_lease(path)
+            if current is None or current.token != stale.token:
+                return False
+            path.unlink(missing_ok=True)
+            return True
+        return False
+    assert isinstance(path, Path)
+    with open(path.with_name(f".lock-{path.stem}"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            current = read_lease(path)
+        except ValueError:
+            return False
+        if current is None or current.token != stale.token:
+            return False
+        path.unlink(missing_ok=True)
+        return True
 
 
 def renew(path: StoreRoot, lease: Lease, ttl_s: float) -> Lease | None:

@@ -123,6 +123,25 @@ def kill_tree(root_pid: int, pgid: int | None, timeout_s: float) -> list[int]:
     return [p.pid for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 
+# Intel/LLVM OpenMP registers each process that loads it as /dev/shm/__KMP_REGISTERED_LIB_<pid>[_<uid>]
+# and removes the file only at a clean exit: a killed engine's stay, about one per process.
+KMP_SHM = Path("/dev/shm")
+KMP_PREFIX = "__KMP_REGISTERED_LIB_"
+
+
+def remove_kmp_files(pids: set[int], folder: Path = KMP_SHM) -> list[Path]:
+    """Remove the OpenMP registration files whose name carries one of `pids` (the engine's); return them."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for path in folder.glob(f"{KMP_PREFIX}*"):
+            pid = path.name.removeprefix(KMP_PREFIX).split("_", 1)[0]
+            if pid.isdigit() and int(pid) in pids:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    removed.append(path)
+    return removed
+
+
 def running(proc: psutil.Process) -> bool:
     """Alive and not a zombie (is_running also tells a reused pid from the process it was)."""
     try:
@@ -357,6 +376,7 @@ class Engine:
                 registry.kill([guard], self.stop_timeout_s)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=self.stop_timeout_s)
+        remove_kmp_files({self.proc.pid, *self.pids_seen, *self.children_seen} - set(survivors))
         if survivors:
             raise EngineError(f"engine processes survived teardown: {sorted(set(survivors))}")
         registry.remove(self.record_path)
