@@ -254,8 +254,11 @@ def dispatch(argv: list[str]) -> int:
         print(f"error: {os_error_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        # Before any launch (a run's launch handles its own signals): nothing to stop or record.
-        print("interrupted before anything was launched", file=sys.stderr)
+        # A run's launch handles its own signals; Ray is imported only at a launch (grid/schedule.py).
+        if "grid.schedule" not in sys.modules:  # nothing to stop or record
+            print("interrupted before anything was launched", file=sys.stderr)
+        else:
+            print("interrupted: exiting now (what the run measured is in the store)", file=sys.stderr)
         return 130
 
 

@@ -283,10 +283,12 @@ def launch(
                 outcomes = run_phases(phases, ctx, config.ray, config.run.max_attempts, report, stop, leases)
             except Stopped as exc:
                 outcomes = exc.outcomes
-    try:
-        write_json(layout.session_file(ctx.session_id), end_fingerprint(session, ctx.store_root))
-    except OSError as exc:
-        console.print(f"[yellow]store:[/] the session's end could not be written ({exc})")
+    # The engines have ended: a signal now exits at once, saying so (a second one: "again").
+    with stop_on_signals(stop, console, measuring=False):
+        try:
+            write_json(layout.session_file(ctx.session_id), end_fingerprint(session, ctx.store_root))
+        except OSError as exc:
+            console.print(f"[yellow]store:[/] the session's end could not be written ({exc})")
     return outcomes
 
 
