@@ -18,8 +18,9 @@ from vocab.schema import CorpusSpec, EngineConfig, LeverSpec, LoadSpec, ModelSpe
 # Engine fields that change how a launch is run, not what it measures.
 _ENGINE_FIELDS_NOT_IN_KEY = ("command", "start_timeout_s", "stop_timeout_s")
 # Load fields that change no cell that runs: allow_repeats only lets a cell run
-# that would otherwise stop before launch (its reuse counts are stored).
-_LOAD_FIELDS_NOT_IN_KEY = ("allow_repeats",)
+# that would otherwise stop before launch (its reuse counts are stored); pin_cpus
+# only places processes, and the CPU sets are stored with every cell.
+_LOAD_FIELDS_NOT_IN_KEY = ("allow_repeats", "pin_cpus")
 # Engine fields added later: left out of the key at their default, so every
 # existing key stays as it was.
 _ENGINE_DEFAULTS_NOT_IN_KEY = {"compilation": {}, "cudagraph_capture_floor": 512}

@@ -222,6 +222,12 @@ class LoadSpec:
     read_batch_ms: float = ranged(
         1.0, lo=0, hi=1000, why="every chunk's timestamp is late by up to this; 0 reads on every wake-up"
     )
+    # Keep the client off the engine's cores (workers/host.py, issue 27): auto pins
+    # the engine's process tree and the client to disjoint CPU sets where the node
+    # has >= 4 usable cores (the client takes the last core, two from 16 cores, with
+    # their SMT siblings; the engine every other); off pins nothing. The sets are
+    # recorded with every cell either way. Not in the cell key (vocab/cells.py).
+    pin_cpus: str = one_of("auto", "off", "auto")
 
 
 @dataclass
@@ -470,6 +476,14 @@ class GateConfig:
     max_client_cpu_share: float = ranged(0.5, lo=0)
     # 99th percentile of the event loop's wake-up delay while measuring.
     max_loop_lag_ms: float = ranged(20.0, lo=0)
+    # Engine host-thread starvation over the measured load (workers/host.py): of
+    # the time EngineCore's (and its workers') threads were runnable, the share
+    # they waited in the run queue (/proc/<pid>/task/*/schedstat). On the H200 a
+    # busy EngineCore waited ~0.0003 of it (<= 1.5 ms per ~6 s window, 2026-12-02);
+    # a busy loop sharing its core makes ~0.5 (0.48 there). The 2-core CPU engine
+    # starves itself (0.11-0.68 unloaded): smoke sets 0.7.
+    # docs/benchmarks/2026-12-03-cpu-crosscheck.md has the measurements.
+    max_engine_wait_share: float = ranged(0.2, lo=0, hi=1, why="a share of runnable time")
     # |client - server| / server output tokens.
     max_token_mismatch: float = ranged(0.01, lo=0)
     equivalence: EquivalenceConfig = field(default_factory=EquivalenceConfig)

@@ -30,6 +30,10 @@ class GateInputs:
     # Server gauges and counters quoted when concurrency is not held.
     server_waiting_max: float | None = None
     server_preemptions: float = 0.0
+    # Of the time EngineCore's (and workers') threads were runnable over the measured
+    # load, the share they waited for a core (workers/host.py); None: not read
+    # (no /proc, or no engine process found), which this gate does not judge.
+    engine_wait_share: float | None = None
 
 
 def token_mismatch(client_tokens: float, server_tokens: float | None) -> float | None:
@@ -56,6 +60,8 @@ def evaluate(inputs: GateInputs, gates: GateConfig) -> dict[str, object]:
     reconciled: the streamed token ids (what the headline throughput counts)
     against the server's generation_tokens delta. stream tokens: per request,
     the streamed token ids add up to the server's usage.completion_tokens.
+    engine not starved: EngineCore's run-queue wait share over the measured load
+    (something else ran on its cores: the client, a neighbour, a hog).
     """
     mismatch = token_mismatch(inputs.client_output_tokens, inputs.server_output_tokens)
     held = (inputs.server_running_mean or 0.0) / inputs.concurrency
@@ -68,6 +74,8 @@ def evaluate(inputs: GateInputs, gates: GateConfig) -> dict[str, object]:
         "gate_loop_lag": inputs.loop_lag_p99_ms <= gates.max_loop_lag_ms,
         "gate_tokens_reconciled": mismatch is not None and mismatch <= gates.max_token_mismatch,
         "gate_stream_tokens": inputs.stream_usage_mismatches == 0 and inputs.requests_without_token_ids == 0,
+        "gate_engine_not_starved": inputs.engine_wait_share is None
+        or inputs.engine_wait_share <= gates.max_engine_wait_share,
     }
     words = {
         "gate_window": f"window {inputs.window_s or 0:.1f} s < {gates.min_window_s} s",
@@ -81,6 +89,8 @@ def evaluate(inputs: GateInputs, gates: GateConfig) -> dict[str, object]:
         else f"streamed/server tokens differ by {mismatch:.2%}",
         "gate_stream_tokens": f"{inputs.stream_usage_mismatches} requests' streamed token ids do not add up "
         f"to their usage, {inputs.requests_without_token_ids} reported no token ids",
+        "gate_engine_not_starved": f"engine host threads starved: EngineCore waited for a core "
+        f"{inputs.engine_wait_share or 0:.0%} of its runnable time > {gates.max_engine_wait_share:.0%}",
     }
     failed = [words[name] for name, ok in checks.items() if not ok]
     return {

@@ -42,6 +42,7 @@ from workers.engine_tree import (
 )
 from workers.gates import GateInputs, evaluate
 from workers.gpu_telemetry import GpuSampler
+from workers.host import HostSampler, apply_pins, plan_columns, release_client
 from workers.load import LoopLag, RequestRecord, Target, run_load, run_measured, run_sync
 from workers.phases import PhaseClock
 from workers.probe import ProbeError, ProbeRow, run_probe
@@ -186,6 +187,7 @@ def summarize(
     concurrency: int,
     gates: GateConfig,
     server_load: list[LoadSample] | None = None,
+    engine_wait_share: float | None = None,
 ) -> dict[str, Any]:
     """The cell's figures from its measured requests, the server's counter deltas and its load gauges."""
     done = metrics.ok(records)
@@ -242,6 +244,7 @@ def summarize(
             server_output_tokens=delta.generation_tokens,
             server_waiting_max=load_columns["srv_waiting_max"],
             server_preemptions=delta.preemptions,
+            engine_wait_share=engine_wait_share,
             **checks,
         ),
         gates,
@@ -328,6 +331,9 @@ def run_cell(
     endpoint = engine.endpoint
     target = Target(endpoint.base_url, endpoint.api_key, served_name(cell.engine_spec), cell.corpus.endpoint)
     served.add(plan.warmup, cell.corpus.name, cell.repeat)
+    # The engine's tree and this client on disjoint cores where the node has enough (workers/host.py).
+    processes = engine_processes(engine)
+    pins = apply_pins(processes, cell.load.pin_cpus)
     stage.name = "warm-up"
     warmup = run_sync(run_load(target, plan.warmup, cell.load, phase="warmup")) if plan.warmup else []
     check_answers(engine, warmup, "warm-up")
@@ -346,7 +352,11 @@ def run_cell(
     served.add(plan.measured, cell.corpus.name, cell.repeat)
     clock.lap("settle")
     cpu_start_s = time.process_time()
-    with GpuSampler() as gpu, ServerLoadSampler(endpoint.base_url, endpoint.api_key) as server_load:
+    with (
+        GpuSampler() as gpu,
+        ServerLoadSampler(endpoint.base_url, endpoint.api_key) as server_load,
+        HostSampler(processes) as host,
+    ):
         records, lag = run_sync(run_measured(target, plan.measured, cell.load, phase="measure"))
     cpu_s = time.process_time() - cpu_start_s
     check_answers(engine, records, stage.name)
@@ -354,7 +364,18 @@ def run_cell(
     measured_end = cudagraph_log.log_size(engine.log_path)
     delta = scrape(endpoint.base_url, endpoint.api_key).minus(before)
     stage.name = "drain after the measured load"
-    summary = summarize(records, delta, cpu_s, lag, cell.load.concurrency, ctx.gates, server_load.samples)
+    summary = summarize(
+        records,
+        delta,
+        cpu_s,
+        lag,
+        cell.load.concurrency,
+        ctx.gates,
+        server_load.samples,
+        engine_wait_share=host.engine_wait_share(),
+    )
+    summary.update(host.columns())
+    summary.update(plan_columns(pins))
     # Measured requests whose prompt this engine had been sent before (0 unless load.allow_repeats).
     summary["prompts_repeated"] = reuse.total
     summary.update(reuse.as_columns())
@@ -383,6 +404,12 @@ def run_cell(
     clock.lap("probe")
     summary.update(clock.columns())
     return records, summary, probe
+
+
+def engine_processes(engine: Engine) -> list[EngineProcess]:
+    """The API server and the processes below it that were the engine when it became ready."""
+    root = engine.root()
+    return ([root] if root else []) + [info for info, _ in engine.watched]
 
 
 def suffix_cache_columns(spec: EngineSpec, fresh: bool) -> dict[str, Any]:
@@ -475,6 +502,7 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
         return [CellOutcome(c.key, c.label, "", "failed", problem, stops_run=True) for c in group.cells]
     outcomes: list[CellOutcome] = []
     try:
+        release_client()  # the engine inherits this process's cores: all of them, not a cell's pin
         try:
             ready_s = engine.start()
         except EngineError as exc:
