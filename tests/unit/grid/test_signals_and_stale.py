@@ -148,3 +148,35 @@ def test_a_full_store_says_full_and_not_permissions(tmp_path):
     denied = write_failure(tmp_path, OSError(errno.EACCES, "Permission denied"))
     assert "fix its permissions" in denied
     assert STORE_UNUSABLE == "store cannot take results"
+
+
+# --- Ray's agents of a killed driver -----------------------------------------------------------------
+
+
+def test_a_killed_drivers_ray_agents_are_swept_before_a_local_cluster_starts():
+    import psutil
+    import pytest
+
+    from grid.schedule import orphaned_agents, sweep_agents
+
+    # A stand-in agent whose parent (the raylet) is gone: the middle process exits at once.
+    sleeper = "import time; time.sleep(120)"
+    middle = (
+        "import subprocess, sys; print(subprocess.Popen([sys.executable, '-c', "
+        f"{sleeper!r}, 'ray/dashboard/agent.py'], stdout=subprocess.DEVNULL, "
+        "stderr=subprocess.DEVNULL).pid)"
+    )
+    spawn = subprocess.run([sys.executable, "-c", middle], capture_output=True, text=True, timeout=30)
+    pid = int(spawn.stdout)
+    try:
+        deadline = time.time() + 5
+        while psutil.Process(pid).ppid() != 1 and time.time() < deadline:
+            time.sleep(0.05)
+        if psutil.Process(pid).ppid() != 1:
+            pytest.skip("orphans go to a subreaper here, not to PID 1")
+        assert pid in orphaned_agents()
+        assert pid in sweep_agents()
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    finally:
+        if psutil.pid_exists(pid):
+            psutil.Process(pid).kill()
