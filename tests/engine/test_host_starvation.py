@@ -41,7 +41,8 @@ HOGS_PER_CORE = 2
 HOG_NICE = -15
 # The engine and this client run above other tenants of the shared test machine
 # (their tests and engines at nice 0), so the unloaded cell is what a dedicated
-# node would read: its own threads contending among themselves on 2 cores.
+# node would read: its own threads contending among themselves on 2 cores
+# (0.099-0.118 shielded, 0.34-0.68 unshielded on this busy box, 2026-12-03).
 ENGINE_NICE = -10
 
 
