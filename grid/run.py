@@ -94,6 +94,7 @@ def run(overrides: list[str], console: Console | None = None) -> int:
         f"({len(cells) - len(todo)} already in the store) on {len(phases[len(phases) // 2])} engine launches"
         + (
             f", plus the drift anchor {anchors[0].label.removesuffix('/anchor-start')} first and last"
+            f" ({runs_words(len(todo), 2)})"
             if anchors
             else ""
         )
@@ -167,7 +168,7 @@ def conclude(
         ", ".join(f"{name} {n}" for name, n in counts.items())
         + f", skipped {len(cells) - len(todo)}"
         + (f", left to other drivers {len(elsewhere)}" if elsewhere else "")
-        + f" (cells; attempts {len(outcomes)})"
+        + f" ({runs_words(len(todo), len(anchors or ()))}; attempts {len(outcomes)})"
     )
     labels = {c.key: c.label for groups in phases for g in groups for c in g.cells}
     for key, why in elsewhere.items():
@@ -186,6 +187,13 @@ def conclude(
     return code
 
 
+def runs_words(cells: int, anchor_runs: int) -> str:
+    """How run, its bar and its closing line count: every run of an engine's load, a cell or an anchor."""
+    if not anchor_runs:
+        return f"{cells} cell run{'s' if cells != 1 else ''}"
+    return f"{cells + anchor_runs} runs: {cells} cell{'s' if cells != 1 else ''} + {anchor_runs} anchor runs"
+
+
 def cell_counts(final: dict[str, CellOutcome], todo: int) -> dict[str, int]:
     """Cells (not attempts; `todo` counts the anchors too) by their last attempt; pending = never reached."""
     statuses = [o.status for o in final.values()]
@@ -202,7 +210,7 @@ def progress_line(counts: dict[str, int], latest: CellOutcome) -> str:
     cell just settled."""
     rate = f"{latest.output_tok_per_s:,.1f} tok/s" if latest.output_tok_per_s else latest.status
     return (
-        f"cells done {counts['done']} failed {counts['failed']} interrupted {counts['interrupted']} "
+        f"runs done {counts['done']} failed {counts['failed']} interrupted {counts['interrupted']} "
         f"pending {counts['pending']} | last {latest.label}: {rate}"
     )
 
@@ -212,7 +220,7 @@ def cell_line(outcome: CellOutcome, counts: dict[str, int], total: int) -> str:
     rate = f"{outcome.output_tok_per_s:,.1f} tok/s" if outcome.output_tok_per_s else "no tok/s"
     verdict = {True: "VALID", False: f"INVALID ({outcome.invalid_reasons})", None: ""}[outcome.valid]
     ready = f" (engine ready in {outcome.engine_ready_s:.0f} s)" if outcome.engine_ready_s else ""
-    return f"cell {counts['done']}/{total} {outcome.label}: {rate} {verdict}".rstrip() + ready
+    return f"run {counts['done']}/{total} {outcome.label}: {rate} {verdict}".rstrip() + ready
 
 
 def exit_code(stop: Stop, counts: dict[str, int]) -> int:
@@ -258,7 +266,7 @@ def launch(
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     outcomes: list[CellOutcome] = []
     with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task("cells", total=total)
+        task = progress.add_task("runs", total=total)
 
         def report(outcome: CellOutcome) -> None:
             last[outcome.cell_key] = outcome

@@ -26,7 +26,7 @@ def test_the_progress_bar_counts_cells_done_failed_interrupted_and_pending():
         o.cell_key: o for o in [outcome("a", "ok"), outcome("b", "failed"), outcome("c", "interrupted")]
     }
     line = progress_line(cell_counts(latest, todo=5), latest["c"])
-    assert line == "cells done 1 failed 1 interrupted 1 pending 2 | last c: interrupted"
+    assert line == "runs done 1 failed 1 interrupted 1 pending 2 | last c: interrupted"
     rated = CellOutcome("a", "tiny/van/chat_bench/r0", "a-1", "ok", None, 61.25)
     assert progress_line(cell_counts({"a": rated}, todo=1), rated).endswith(
         "| last tiny/van/chat_bench/r0: 61.2 tok/s"
