@@ -168,7 +168,7 @@ def conclude(
         ", ".join(f"{name} {n}" for name, n in counts.items())
         + f", skipped {len(cells) - len(todo)}"
         + (f", left to other drivers {len(elsewhere)}" if elsewhere else "")
-        + f" ({runs_words(len(todo), len(anchors or ()))}; attempts {len(outcomes)})"
+        + f" ({runs_words(len(todo), anchor_count(phases))}; attempts {len(outcomes)})"
     )
     labels = {c.key: c.label for groups in phases for g in groups for c in g.cells}
     for key, why in elsewhere.items():
@@ -185,6 +185,11 @@ def conclude(
         console.rule("held-out confirmation")
         code = confirm(overrides)
     return code
+
+
+def anchor_count(phases: list[list[EngineGroup]]) -> int:
+    """The drift anchor's runs among the phases' cells (0 or 2)."""
+    return sum(1 for groups in phases for g in groups for c in g.cells if c.anchor)
 
 
 def runs_words(cells: int, anchor_runs: int) -> str:

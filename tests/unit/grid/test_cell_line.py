@@ -21,3 +21,16 @@ def test_header_bar_and_closing_line_count_runs_the_same_way():
 
     assert runs_words(4, 2) == "6 runs: 4 cells + 2 anchor runs"
     assert runs_words(1, 0) == "1 cell run"
+
+
+def test_the_closing_line_counts_the_anchor_runs_from_the_phases():
+    from grid.anchor import anchor_cells
+    from grid.compose import compose_config
+    from grid.expand import expand, to_config
+    from grid.plan import group_by_engine
+    from grid.run import anchor_count
+
+    config = to_config(compose_config(["experiment=smoke"]))
+    cells, anchors = expand(config), anchor_cells(config)
+    phases = [group_by_engine([anchors[0]]), group_by_engine(cells), group_by_engine([anchors[1]])]
+    assert anchor_count(phases) == 2 and anchor_count([group_by_engine(cells)]) == 0
