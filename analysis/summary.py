@@ -19,7 +19,7 @@ from rich.console import Console
 
 from analysis.decision import judge
 from analysis.drift import drift_band, session_drift
-from analysis.load import invalid_left_out, left_out
+from analysis.load import cell_label, invalid_left_out, left_out
 from analysis.medians import lever_medians
 from analysis.repeats import aggregate_repeats
 from store.read import connect, has_view
@@ -223,13 +223,6 @@ EXPORT_COLUMNS = [
 ]
 
 
-def cell_label(model: str, lever: str, k: object, corpus: str, repeat: object) -> str:
-    """A cell's label as the grid names it (vocab/cells.py: model/lever[-kK]/corpus/rN)."""
-    lever_k = f"{lever}-k{int(k)}" if k is not None and pd.notna(k) and k else lever
-    rep = int(repeat) if repeat is not None and pd.notna(repeat) else 0
-    return f"{model}/{lever_k}/{corpus}/r{rep}"
-
-
 def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """latest_cells' frame as exported: EXPORT_COLUMNS, one row per cell."""
     out = frame.copy()
@@ -237,8 +230,7 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
         if name not in out.columns:
             out[name] = None
     out["label"] = [
-        cell_label(r.model, r.lever, r.k, r.corpus, r.repeat)
-        for r in out[["model", "lever", "k", "corpus", "repeat"]].itertuples()
+        cell_label(row) for row in out[["model", "lever", "k", "corpus", "repeat"]].to_dict("records")
     ]
     return out[EXPORT_COLUMNS].reset_index(drop=True)
 
