@@ -105,13 +105,26 @@ def write_cells(layout: StoreLayout) -> None:
         _write(layout, n, session, summary)
 
 
+def write_cell(layout: StoreLayout, session: str, n: int, key: str, summary: dict) -> None:
+    """One ok, VALID, non-anchor cell: `summary` holds model, corpus, lever, k, repeat, output_tok_per_s."""
+    tags = {"session_id": session, "cell_key": key, "attempt_id": f"{session}-{n:08x}"}
+    write_ok_attempt(layout, tags, records(), {"valid": True, "anchor": None, **summary})
+
+
+def write_anchor(
+    layout: StoreLayout, session: str, n: int, position: str, tok_s: float, **where: object
+) -> None:
+    """The session's drift anchor at `position` (start/end): van on llama31_8b/chat unless `where` says."""
+    summary = {"model": "llama31_8b", "corpus": "chat", "lever": "van", "k": 0, "repeat": 0, **where}
+    summary.update(output_tok_per_s=tok_s, valid=True, anchor=position)
+    # The anchor cell has one key per position, the same in every session (grid/anchor.py).
+    tags = {"session_id": session, "cell_key": f"anchor-{position}", "attempt_id": f"{session}-{n:08x}"}
+    write_ok_attempt(layout, tags, records(), summary)
+
+
 def write_anchors(layout: StoreLayout) -> None:
     for n, (session, position, tok_s) in enumerate(ANCHORS, start=100):
-        summary = {"model": "llama31_8b", "corpus": "chat", "lever": "van", "k": 0, "repeat": 0}
-        summary.update(output_tok_per_s=tok_s, valid=True, anchor=position)
-        # The anchor cell has one key per position, the same in every session (grid/anchor.py).
-        tags = {"session_id": session, "cell_key": f"anchor-{position}", "attempt_id": f"{session}-{n:08x}"}
-        write_ok_attempt(layout, tags, records(), summary)
+        write_anchor(layout, session, n, position, tok_s)
 
 
 def write_sessions(layout: StoreLayout) -> None:

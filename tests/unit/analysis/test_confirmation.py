@@ -10,8 +10,7 @@ import pytest
 
 from analysis.study import load_study
 from store.layout import StoreLayout
-from store.writer import write_ok_attempt
-from tests.unit.analysis.synthetic_store import LLAMA_SPEEDUP, build_store, records
+from tests.unit.analysis.synthetic_store import LLAMA_SPEEDUP, build_store, write_anchor, write_cell
 
 S3 = "20260103T000000Z-cccccc"
 PLANNED = "bestkpad K=8 (mix:8)"
@@ -26,16 +25,11 @@ def write_confirmation(root, lever_tok_s, van_tok_s=(100.0, 101.0, 99.0), lever=
     for n, (name, kk, repeat, tok_s) in enumerate(rows, start=200):
         key = f"k{n:03d}"
         keys.append(key)
-        summary = {"model": "llama31_8b", "corpus": "mix", "lever": name, "k": kk, "repeat": repeat,
-                   "output_tok_per_s": tok_s, "valid": True, "anchor": None}  # fmt: skip
-        summary["measured_prompt_hashes"] = '["h1", "h2", "h9"]'
-        tags = {"session_id": S3, "cell_key": key, "attempt_id": f"{S3}-{n:08x}"}
-        write_ok_attempt(layout, tags, records(), summary)
+        summary = {"model": "llama31_8b", "corpus": "mix", "lever": name, "k": kk, "repeat": repeat}
+        summary |= {"output_tok_per_s": tok_s, "measured_prompt_hashes": '["h1", "h2", "h9"]'}
+        write_cell(layout, S3, n, key, summary)
     for n, (position, tok_s) in enumerate((("start", 100.0), ("end", 101.0)), start=300):
-        summary = {"model": "llama31_8b", "corpus": "mix", "lever": "van", "k": 0, "repeat": 0,
-                   "output_tok_per_s": tok_s, "valid": True, "anchor": position}  # fmt: skip
-        tags = {"session_id": S3, "cell_key": f"anchor-{position}", "attempt_id": f"{S3}-{n:08x}"}
-        write_ok_attempt(layout, tags, records(), summary)
+        write_anchor(layout, S3, n, position, tok_s, corpus="mix")
     return keys
 
 

@@ -6,8 +6,7 @@ from grid.compose import compose_config
 from grid.expand import expand, to_config
 from grid.sequential import at_cap, look_overrides, pending, run_sequential
 from store.layout import StoreLayout
-from store.writer import write_ok_attempt
-from tests.unit.analysis.synthetic_store import records
+from tests.unit.analysis.synthetic_store import write_anchor, write_cell
 
 SESSION = "20260101T000000Z-aaaaaa"
 # code_complete: suffix 1.5x every repeat (decided at the first look); chat_bench: 0.95-1.15 (undecided).
@@ -30,14 +29,9 @@ def write_first_look(store):
         lever, corpus = cell.engine_spec.lever.name, cell.corpus.name
         tok_s = 100.0 if lever == "van" else SUFFIX[corpus][cell.repeat]
         summary = {"model": "tiny", "corpus": corpus, "lever": lever, "k": cell.engine_spec.k}
-        summary |= {"repeat": cell.repeat, "output_tok_per_s": tok_s, "valid": True, "anchor": None}
-        tags = {"session_id": SESSION, "cell_key": cell.key, "attempt_id": f"{SESSION}-{n:08x}"}
-        write_ok_attempt(layout, tags, records(), summary)
+        write_cell(layout, SESSION, n, cell.key, summary | {"repeat": cell.repeat, "output_tok_per_s": tok_s})
     for n, (position, tok_s) in enumerate((("start", 100.0), ("end", 100.5)), start=100):
-        summary = {"model": "tiny", "corpus": "code_complete", "lever": "van", "k": 0, "repeat": 0,
-                   "output_tok_per_s": tok_s, "valid": True, "anchor": position}  # fmt: skip
-        tags = {"session_id": SESSION, "cell_key": f"anchor-{position}", "attempt_id": f"{SESSION}-{n:08x}"}
-        write_ok_attempt(layout, tags, records(), summary)
+        write_anchor(layout, SESSION, n, position, tok_s, model="tiny", corpus="code_complete")
 
 
 def test_only_the_undecided_comparison_gets_the_next_look(tmp_path):
