@@ -104,11 +104,10 @@ def smoke_cell(overrides: list[str]) -> tuple[Any, Cell]:
     return group, group.cells[0]
 
 
-def measure(rounds: int, hog_counts: list[int], overrides: list[str], nice: int = 0) -> list[dict[str, Any]]:
-    group, cell = smoke_cell(overrides)
-    tmp = Path(tempfile.mkdtemp(prefix="host-contention-"))
+def smoke_engine(group: Any, overrides: list[str], tmp: Path, session_id: str) -> tuple[RunContext, Engine]:
+    """The smoke cell's context and its (not yet started) engine, logging and storing under `tmp`."""
     ctx = RunContext(
-        "host-contention",
+        session_id,
         tmp / "store",
         project_path(".cache"),
         project_path(".cache/models"),
@@ -124,6 +123,13 @@ def measure(rounds: int, hog_counts: list[int], overrides: list[str], nice: int 
         group.spec.engine.start_timeout_s,
         group.spec.engine.stop_timeout_s,
     )
+    return ctx, engine
+
+
+def measure(rounds: int, hog_counts: list[int], overrides: list[str], nice: int = 0) -> list[dict[str, Any]]:
+    group, cell = smoke_cell(overrides)
+    tmp = Path(tempfile.mkdtemp(prefix="host-contention-"))
+    ctx, engine = smoke_engine(group, overrides, tmp, "host-contention")
     rows: list[dict[str, Any]] = []
     with engine:  # starts it
         core = next(p for p in engine_processes(engine) if p.role != "API server")

@@ -10,19 +10,13 @@ from __future__ import annotations
 
 import os
 import tempfile
-import uuid
 from pathlib import Path
 
 import pytest
 
-from benchmarks.host_contention import renice_tree, smoke_cell, start_hogs, stop_hogs
-from grid.compose import compose_config
-from grid.expand import to_config
-from vocab.paths import project_path
-from workers.engine import Engine, new_endpoint
-from workers.engine_args import serve_argv, serve_env
+from benchmarks.host_contention import renice_tree, smoke_cell, smoke_engine, start_hogs, stop_hogs
 from workers.host import cpu_list
-from workers.runner import RunContext, engine_base_env, engine_processes, run_cell
+from workers.runner import engine_processes, run_cell
 
 OVERRIDES = [
     "grid.corpora=[code_complete]",
@@ -49,24 +43,7 @@ ENGINE_NICE = -10
 @pytest.fixture(scope="module")
 def cells():
     group, cell = smoke_cell(OVERRIDES)
-    tmp = Path(tempfile.mkdtemp(prefix="starvation-"))
-    ctx = RunContext(
-        "starvation",
-        tmp / "store",
-        project_path(".cache"),
-        project_path(".cache/models"),
-        project_path(".cache/data"),
-        gates=to_config(compose_config(["experiment=smoke", *OVERRIDES])).gates,
-    )
-    endpoint = new_endpoint()
-    engine = Engine(
-        serve_argv(group.spec, endpoint, ctx.models_dir),
-        serve_env(group.spec, engine_base_env(), ctx.cache_dir),
-        endpoint,
-        tmp / f"engine-{uuid.uuid4().hex[:6]}.log",
-        group.spec.engine.start_timeout_s,
-        group.spec.engine.stop_timeout_s,
-    )
+    ctx, engine = smoke_engine(group, OVERRIDES, Path(tempfile.mkdtemp(prefix="starvation-")), "starvation")
     with engine:
         core = next(p for p in engine_processes(engine) if p.role == "EngineCore")
         engine_cpus = os.sched_getaffinity(core.pid)
