@@ -35,6 +35,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -61,6 +62,21 @@ def _die_with_parent() -> None:
     """
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _before_exec(cpus: frozenset[int] | None) -> Callable[[], None]:
+    """The child's setup before exec: die with the parent and, given `cpus`, run on exactly those.
+
+    A worker that pinned itself for a cell's client (workers/host.py) would otherwise pass that
+    pin on to every engine it starts, a relaunch after a failed reset included.
+    """
+
+    def setup() -> None:
+        _die_with_parent()
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
+    return setup
 
 
 def exit_description(code: int) -> str:
@@ -189,6 +205,7 @@ class Engine:
         stop_timeout_s: float = 30.0,
         registry_dir: Path | None = None,
         guard: bool = True,
+        cpus: frozenset[int] | None = None,
     ) -> None:
         self.argv = argv
         self.env = env
@@ -199,6 +216,8 @@ class Engine:
         # Where this node's engines are recorded (engine_registry.node_dir); None: not recorded.
         self.registry_dir = registry_dir
         self.use_guard = guard
+        # The cores the engine starts on (None: the starting process's own); pins may move it later.
+        self.cpus = cpus
         self.engine_id = secrets.token_hex(8)
         self.proc: subprocess.Popen[bytes] | None = None
         self.pids_seen: set[int] = set()
@@ -237,7 +256,7 @@ class Engine:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                preexec_fn=_before_exec(self.cpus) if sys.platform == "linux" else None,
             )
         try:
             self._register(guard=self.use_guard)

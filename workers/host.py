@@ -248,12 +248,6 @@ def groups(processes: Sequence[EngineProcess], client_pid: int) -> dict[str, lis
 NODE_CPUS = frozenset(affinity(os.getpid()))
 
 
-def release_client() -> None:
-    """This process back onto every core it started with, so an engine it starts next inherits them all."""
-    if NODE_CPUS and affinity(os.getpid()) != NODE_CPUS:
-        pin_process(os.getpid(), NODE_CPUS)
-
-
 def apply_pins(processes: Sequence[EngineProcess], mode: str, client_pid: int | None = None) -> PinPlan:
     """Pin the engine's tree and the client (this process) per `pin_plan`; return the plan."""
     client_pid = client_pid or os.getpid()

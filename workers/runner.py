@@ -42,7 +42,7 @@ from workers.engine_tree import (
 )
 from workers.gates import GateInputs, evaluate
 from workers.gpu_telemetry import GpuSampler
-from workers.host import HostSampler, apply_pins, plan_columns, release_client
+from workers.host import NODE_CPUS, HostSampler, apply_pins, plan_columns
 from workers.load import LoopLag, RequestRecord, Target, run_load, run_measured, run_sync
 from workers.phases import PhaseClock
 from workers.probe import ProbeError, ProbeRow, run_probe
@@ -496,13 +496,13 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
         spec.engine.start_timeout_s,
         spec.engine.stop_timeout_s,
         registry_dir=registry_dir,
+        cpus=NODE_CPUS,  # every core of the worker, whatever a cell's client pin left it (relaunches too)
     )
     # Never spend an engine start on a store that cannot take the results.
     if (problem := store_problem(ctx.store_root, ctx.min_store_free_bytes)) is not None:
         return [CellOutcome(c.key, c.label, "", "failed", problem, stops_run=True) for c in group.cells]
     outcomes: list[CellOutcome] = []
     try:
-        release_client()  # the engine inherits this process's cores: all of them, not a cell's pin
         try:
             ready_s = engine.start()
         except EngineError as exc:

@@ -9,9 +9,11 @@ import time
 
 import pytest
 
+from tests.unit.workers.test_engine_tree import FAKE
 from vocab.cells import load_identity
 from vocab.schema import GateConfig, LoadSpec
 from workers import host
+from workers.engine import Engine, new_endpoint
 from workers.engine_tree import EngineProcess
 from workers.gates import GateInputs, evaluate
 from workers.host import (
@@ -142,11 +144,19 @@ def test_the_sampler_reads_a_busy_child_and_its_wait_under_a_hog_on_its_core():
     assert columns["cpus_shared_engine_client"] >= 1
 
 
-def test_release_client_restores_the_cores_this_process_started_with():
+@pytest.mark.skipif(len(host.NODE_CPUS) < 2, reason="needs two cores to tell a pin from all of them")
+def test_an_engine_started_by_a_pinned_worker_runs_on_the_cores_it_is_given(tmp_path):
+    """A worker pinned to one core for a cell's client (apply_pins) starts its next engine, a relaunch
+    included, on every core of the node, not on that pin."""
     start = set(os.sched_getaffinity(0))
+    endpoint = new_endpoint()
+    argv = [*FAKE, "--port", str(endpoint.port), "--api-key", endpoint.api_key]
     host.pin_process(os.getpid(), {min(start)})
     try:
-        assert os.sched_getaffinity(0) == {min(start)}
+        engine = Engine(argv, {}, endpoint, tmp_path / "e.log", 60, 5, cpus=host.NODE_CPUS)
+        with engine:
+            assert os.sched_getaffinity(engine.proc.pid) == set(host.NODE_CPUS) == start
+            engine.relaunch()
+            assert os.sched_getaffinity(engine.proc.pid) == start
     finally:
-        host.release_client()
-    assert os.sched_getaffinity(0) == start == set(host.NODE_CPUS)
+        host.pin_process(os.getpid(), start)
