@@ -44,12 +44,22 @@ from analysis.decision import CONFIDENCE, GAIN, LOSS, UNJUDGED, Judgement, Repea
 LOOKS = (3, 5, 8, 12)
 
 
-def check_looks(looks: Sequence[int]) -> tuple[int, ...]:
-    """Looks as cumulative repeats: at least 2 each, strictly increasing."""
-    out = tuple(int(n) for n in looks)
+def looks_problem(looks: Sequence[int]) -> str | None:
+    """Why `looks` are not cumulative repeats (at least 2 each, strictly increasing), or None."""
+    out = [int(n) for n in looks]
     if not out or out[0] < 2 or any(b <= a for a, b in pairwise(out)):
-        raise ValueError(f"looks {list(looks)}: cumulative repeats, each >= 2 and strictly increasing")
-    return out
+        return (
+            f"grid.sequential.looks={out}: cumulative repeats at each look, each >= 2 and strictly "
+            "increasing, e.g. grid.sequential.looks=[3,5,8,12]"
+        )
+    return None
+
+
+def check_looks(looks: Sequence[int]) -> tuple[int, ...]:
+    """Looks as cumulative repeats (a config's were checked by grid/compose.py before any of this)."""
+    if (problem := looks_problem(looks)) is not None:
+        raise ValueError(problem)
+    return tuple(int(n) for n in looks)
 
 
 @lru_cache(maxsize=64)

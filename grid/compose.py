@@ -30,6 +30,7 @@ from hydra.errors import HydraException, MissingConfigException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from analysis.sequential import looks_problem
 from grid.catalog import (
     CONF_DIR,
     GROUPS,
@@ -149,6 +150,8 @@ def check_config(cfg: DictConfig, dirs: list[Path]) -> None:
     problems += spec_value_problems(cfg, catalog)
     if (secret := url_secret_problem(cfg.paths.store, cfg.paths.store_options)) is not None:
         problems.append(secret)
+    if (looks := looks_problem(cfg.grid.sequential.looks)) is not None:
+        problems.append(looks)
     raise_all(problems)
 
 

@@ -78,6 +78,12 @@ ROWS = [
     Row("a negative count", ("run", "ray.max_in_flight=-5"), ("error: ray.max_in_flight must be >= 0",)),
     Row("a zero lease", ("run", "run.lease_s=0"), ("error: run.lease_s must be > 0",)),
     Row(
+        "sequential looks out of order",
+        ("plan", "grid.sequential.enabled=true", "grid.sequential.looks=[5,3]"),
+        ("error: grid.sequential.looks=[5, 3]: cumulative repeats", "strictly increasing"),
+    ),
+    Row("no sequential looks", ("report", "grid.sequential.looks=[]"), ("error: grid.sequential.looks=[]",)),
+    Row(
         "a concurrency no client can open",
         ("run", "load.concurrency=99999999999999999999"),
         ("error: load.concurrency must be >= 1 and <= 4,096",),
