@@ -36,7 +36,8 @@ from vocab.errors import GridError
 from vocab.paths import store_path
 
 # Overrides of the run that must not carry into a confirmation: it is a session of its own.
-NOT_CARRIED = ("session_id=", "grid.confirm.")
+# Nor do sequential looks: a confirmation is measured at grid.confirm.repeats, once.
+NOT_CARRIED = ("session_id=", "grid.confirm.", "grid.sequential.")
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ def run_overrides(
         f"grid.levers=[{','.join(levers)}]",
         f"load.seed={seed}",
         "grid.confirm.enabled=false",
+        "grid.sequential.enabled=false",
     ]
     if k:  # ++: replaces a K list the experiment already sets, adds one where it sets none
         overrides.append(f"++grid.ks.{lever}=[{k}]")
@@ -136,7 +138,10 @@ def confirm(overrides: list[str], run: Callable[[list[str]], int] | None = None)
     from analysis.study import load_study
 
     root = store_path(config.paths.store, config.paths.store_options)
-    study = load_study(root, cell_keys={cell.key for cell in expand(config)})
+    from grid.sequential import selection_scope
+
+    keys, confidence = selection_scope(overrides)
+    study = load_study(root, cell_keys=keys, confidence=confidence)
     plans = plan_confirmations(study.final, overrides)
     if not plans:
         print(f"confirm: no model of '{config.name}' has a final lever other than van: nothing to confirm")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grid.compose import check_run_mode, compose_config
-from grid.expand import expand, to_config
+from grid.expand import to_config
 from store.atomic import write_atomic
 from store.layout import StoreLayout
 from vocab.errors import GridError
@@ -34,16 +34,11 @@ def _write_report(overrides: list[str]) -> tuple[Path, list[str]]:
     except ImportError as exc:
         raise GridError(f"the report needs matplotlib ({exc}); pip install -e '.[report]'") from exc
     root = store_path(config.paths.store, config.paths.store_options)
-    from analysis.decision import CONFIDENCE
-    from analysis.sequential import pocock_confidence
     from grid.confirm import read_record
-    from grid.sequential import at_cap
+    from grid.sequential import selection_scope
 
     record = read_record(root, config.name)
-    sequential = config.grid.sequential
-    confidence = pocock_confidence(tuple(sequential.looks)) if sequential.enabled else CONFIDENCE
-    # Sequential looks: the experiment's cells are every repeat up to the cap.
-    keys = {cell.key for cell in expand(at_cap(overrides) if sequential.enabled else config)}
+    keys, confidence = selection_scope(overrides)
     study = load_study(root, cell_keys=keys, confirmation_record=record, confidence=confidence)
     path = StoreLayout(root).report_file(config.name)
     if study.measured.empty and path.exists():

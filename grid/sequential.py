@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 
 from rich.console import Console
 
+from analysis.decision import CONFIDENCE
 from analysis.drift import drift_band, session_drift
 from analysis.load import anchor_runs, measured_cells
 from analysis.medians import lever_medians, sessions_of
-from analysis.sequential import check_looks, look
+from analysis.sequential import check_looks, look, pocock_confidence
 from grid.compose import compose_config
 from grid.expand import expand, to_config
 from store.read import connect
@@ -47,6 +48,20 @@ def at_cap(overrides: Sequence[str]) -> Config:
     config = to_config(compose_config(list(overrides)))
     looks = check_looks(config.grid.sequential.looks)
     return to_config(compose_config([*base_overrides(overrides), f"grid.repeats={looks[-1]}"]))
+
+
+def selection_scope(overrides: Sequence[str]) -> tuple[set[str], float]:
+    """The cells a study's selection is made on and the confidence it judges at.
+
+    With sequential looks: every repeat up to the cap, at Pocock's corrected confidence; otherwise
+    `grid.repeats`' cells at the usual confidence. `grid report` and `grid confirm` both select here,
+    so the confirmation measures the configuration the report shows.
+    """
+    config = to_config(compose_config(list(overrides)))
+    if not config.grid.sequential.enabled:
+        return {cell.key for cell in expand(config)}, CONFIDENCE
+    confidence = pocock_confidence(tuple(config.grid.sequential.looks))
+    return {cell.key for cell in expand(at_cap(overrides))}, confidence
 
 
 @dataclass

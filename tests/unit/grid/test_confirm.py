@@ -92,3 +92,36 @@ def test_plan_prices_the_confirmation_as_one_lever_and_van_per_model():
     whole, _ = gpu_hours_at(overrides, 3)
     # One corpus of the two, van and one lever: less than the whole grid at the same repeats.
     assert 0 < cost["gpu_hours"] < whole
+
+
+def test_a_sequential_runs_confirmation_is_measured_once_at_its_own_repeats():
+    base = [*BASE, "grid.sequential.enabled=true", "grid.sequential.looks=[2,4]", "grid.confirm.repeats=3"]
+    [plan] = plan_confirmations(pd.DataFrame([final_row()]), base)
+    cfg = to_config(compose_config(list(plan.runs[0])))
+    assert not cfg.grid.sequential.enabled and cfg.grid.repeats == 3
+    assert len(plan.cell_keys) == 2 * 2 * 3  # {van, suffix} x 2 corpora x 3 repeats
+
+
+def test_confirm_selects_on_the_cells_and_confidence_the_report_shows(tmp_path, monkeypatch):
+    """Sequential looks: every repeat up to the cap, judged at Pocock's confidence (grid/report.py)."""
+    import analysis.study
+    from analysis.sequential import pocock_confidence
+    from grid.sequential import at_cap
+
+    seen, real = {}, analysis.study.load_study
+
+    def fake_load_study(root, cell_keys, confidence, **_):
+        seen.update(keys=cell_keys, confidence=confidence)
+        return real(root, cell_keys=cell_keys, confidence=confidence)
+
+    monkeypatch.setattr(analysis.study, "load_study", fake_load_study)
+    overrides = [
+        *BASE,
+        f"paths.store={tmp_path}",
+        "grid.sequential.enabled=true",
+        "grid.sequential.looks=[2,4]",
+    ]
+    assert confirm(overrides, run=lambda argv: 1) == 0  # an empty store: nothing to confirm
+    assert seen["keys"] == {c.key for c in expand(at_cap(overrides))}
+    assert max(c.repeat for c in expand(at_cap(overrides))) == 3
+    assert seen["confidence"] == pytest.approx(pocock_confidence((2, 4))) and seen["confidence"] > 0.9
