@@ -159,7 +159,7 @@ def summary(overrides: list[str]) -> int:
 # (its store failed mid-run) or left cells failed, interrupted or pending; 2 nothing was launched: a bad
 # name, override, value or config file, or a store or file the command cannot use (unreachable,
 # unwritable, full); 130 / 143 Ctrl-C / SIGTERM (128 + the signal); 141 the reader of stdout went away.
-EXIT_OK, EXIT_UNDONE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_BAD_INPUT = 2
 
 
 def os_error_line(exc: BaseException) -> str:

@@ -221,7 +221,7 @@ def progress_line(counts: dict[str, int], latest: CellOutcome) -> str:
 
 
 def cell_line(outcome: CellOutcome, counts: dict[str, int], total: int) -> str:
-    """'cell 3/6 tiny/suffix-k8/code_complete/r0: 31.2 tok/s VALID (engine ready in 27 s)'."""
+    """'run 3/6 tiny/suffix-k8/code_complete/r0: 31.2 tok/s VALID (engine ready in 27 s)'."""
     rate = f"{outcome.output_tok_per_s:,.1f} tok/s" if outcome.output_tok_per_s else "no tok/s"
     verdict = {True: "VALID", False: f"INVALID ({outcome.invalid_reasons})", None: ""}[outcome.valid]
     ready = f" (engine ready in {outcome.engine_ready_s:.0f} s)" if outcome.engine_ready_s else ""

@@ -36,7 +36,6 @@ from typing import Any
 from workers.engine_tree import API_SERVER, EngineProcess
 
 PROC = Path("/proc")
-PIN_MODES = ("off", "auto")
 # Fewer usable cores than this and `auto` pins nothing: taking one core for the
 # client would leave the engine at most 2, and its API server, EngineCore and
 # tokenizer threads would contend among themselves instead.
@@ -109,6 +108,11 @@ class Usage:
     @property
     def cpu_share(self) -> float | None:
         return self.cpu_s / self.wall_s if self.wall_s > 0 else None
+
+    @property
+    def nvcsw_per_s(self) -> float | None:
+        """Voluntary switches a second: the threads blocking (on I/O, a lock, an idle GPU)."""
+        return self.nvcsw / self.wall_s if self.wall_s > 0 else None
 
     @property
     def nivcsw_per_s(self) -> float | None:
@@ -323,6 +327,7 @@ class HostSampler:
             out[f"sched_{name}_cpu_share"] = found.cpu_share if found else None
             out[f"sched_{name}_run_wait_s"] = found.wait_s if found else None
             out[f"sched_{name}_wait_share"] = found.wait_share if found else None
+            out[f"sched_{name}_nvcsw_per_s"] = found.nvcsw_per_s if found else None
             out[f"sched_{name}_nivcsw_per_s"] = found.nivcsw_per_s if found else None
         out["engine_wait_share"] = out["sched_engine_core_wait_share"]
         return out

@@ -72,7 +72,7 @@ class ResetReport:
         )
 
     def columns(self) -> dict[str, Any]:
-        """The cell's summary columns (vocab/columns.py)."""
+        """The cell's summary columns (docs/reset.md lists them)."""
         return {
             "engine_reset": self.ok,
             "engine_reset_s": round(self.seconds, 3),

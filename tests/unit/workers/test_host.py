@@ -53,6 +53,7 @@ def test_usage_sums_threads_and_counts_a_thread_born_in_the_span_whole():
     assert found.wait_s == pytest.approx(0.9)
     assert found.wait_share == pytest.approx(0.9 / 3.9)
     assert found.nivcsw_per_s == pytest.approx(5 / 4)
+    assert found.nvcsw_per_s == pytest.approx((4 + 1) / 4)
     assert found.cpu_share == pytest.approx(0.75)
     assert usage({}, {}, 1.0).wait_share is None
 
