@@ -34,3 +34,39 @@ def test_the_closing_line_counts_the_anchor_runs_from_the_phases():
     cells, anchors = expand(config), anchor_cells(config)
     phases = [group_by_engine([anchors[0]]), group_by_engine(cells), group_by_engine([anchors[1]])]
     assert anchor_count(phases) == 2 and anchor_count([group_by_engine(cells)]) == 0
+
+
+def test_conclude_prints_the_closing_line_counting_its_anchor_runs(tmp_path):
+    """conclude() itself: before 3ddafc8 its closing line raised UnboundLocalError."""
+    import io
+    import types
+
+    from rich.console import Console
+
+    from grid.anchor import anchor_cells
+    from grid.compose import compose_config
+    from grid.expand import expand, to_config
+    from grid.plan import group_by_engine
+    from grid.run import conclude
+    from grid.stop import Stop
+    from workers.runner import RunContext
+
+    overrides = ["experiment=smoke", "grid.repeats=2", f"paths.store={tmp_path}"]
+    config = to_config(compose_config(overrides))
+    cells, anchors = expand(config), anchor_cells(config)
+    phases = [group_by_engine([anchors[0]]), group_by_engine(cells), group_by_engine([anchors[1]])]
+    runs = [*cells, *anchors]
+    outcomes = [CellOutcome(c.key, c.label, "a", "ok", None, 10.0, 20.0, valid=True) for c in runs]
+    ctx = RunContext("s1", tmp_path, tmp_path, tmp_path, tmp_path)
+    out = io.StringIO()
+    leases = types.SimpleNamespace(skipped={})
+    code = conclude(
+        overrides, config, cells, cells, phases, ctx, outcomes, Stop(), leases, Console(file=out, width=100)
+    )
+    text = out.getvalue()
+    closing = " ".join(text[text.rfind("done ") :].split())  # the closing line, however it wrapped
+    assert code == 0, out.getvalue()
+    assert (
+        closing
+        == "done 10, failed 0, interrupted 0, pending 0, skipped 0 (10 runs: 8 cells + 2 anchor runs; attempts 10)"
+    )
