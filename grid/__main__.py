@@ -62,7 +62,7 @@ COMMANDS = {
     "simulate": Command(
         "the grid's makespan on a cluster description, against its lower bound",
         (("experiment=final cluster=h200x8_4nodes", "on 4 nodes of 8 H200s"),),
-        "On a Ray cluster",
+        "Running a grid",
     ),
     "summary": Command(
         "the table of a store's cells (latest ok attempt each, anchor runs left out)",

@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import re
 
 import pytest
 from rich.console import Console
@@ -12,6 +13,7 @@ from grid.__main__ import COMMANDS, main
 from grid.status import status
 from tests.unit.analysis.synthetic_store import build_store
 from tests.unit.grid.test_status_integrity import damaged_store
+from vocab.paths import project_path
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,20 @@ def test_every_command_has_a_help_that_names_its_readme_section(command, flag, c
     assert main([command, "experiment=smoke", flag]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: python -m grid {command}")
-    assert f"README.md, section '{COMMANDS[command].readme}'" in out and "config keys" in out
+    section = COMMANDS[command].readme
+    assert f"README.md, section '{section}'" in out and "config keys" in out
+    # The section exists and shows the command.
+    assert f"grid {command}" in readme_section(section), f"README section '{section}' never shows it"
+
+
+def readme_section(heading: str) -> str:
+    """The README's text under `heading` (its subsections included), up to the next heading as high."""
+    text = project_path("README.md").read_text()
+    found = re.search(rf"^(#+) {re.escape(heading)}\s*$", text, re.M)
+    assert found, f"README.md has no heading '{heading}'"
+    rest = text[found.end() :]
+    end = re.search(rf"^#{{1,{len(found.group(1))}}} ", rest, re.M)
+    return rest[: end.start()] if end else rest
 
 
 def test_grid_help_lists_every_command(capsys):
