@@ -1,3 +1,4 @@
+import hashlib
 import json
 
 from grid.corpus_report import corpus, describe
@@ -61,13 +62,19 @@ def test_each_corpus_shows_the_hash_of_its_bytes_and_a_file_changed_since_its_me
     assert own["sha256"] == hashlib.sha256(b'{"prompt": "a"}\n').hexdigest() and own["state"] == "own trace"
 
 
-def test_the_table_prints_every_corpus_hash(capsys):
+def test_the_table_prints_every_corpus_hash(tmp_path, capsys):
+    trace = tmp_path / "mine.jsonl"
+    trace.write_text('{"prompt": "a"}\n{"prompt": "b"}\n')
+    assert corpus(["grid.corpora=[mine]", f"+corpus.mine.path={trace}"]) == 0
+    out = capsys.readouterr().out
+    assert hashlib.sha256(trace.read_bytes()).hexdigest()[:16] in out
+    # The built corpora too (make test builds them first).
     assert corpus([]) == 0
     out = capsys.readouterr().out
-    assert "sha256" in out
-    for row in corpus_rows_of_config():
-        if row.get("sha256"):
-            assert row["sha256"][:16] in out, row["corpus"]
+    hashed = [row for row in corpus_rows_of_config() if row.get("sha256")]
+    assert hashed, "no corpus is built: run `make assets`"
+    for row in hashed:
+        assert row["sha256"][:16] in out, row["corpus"]
 
 
 def corpus_rows_of_config():
