@@ -10,16 +10,15 @@ plan and record; a built corpus whose bytes no longer match its meta says so.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from grid.catalog import Catalog, active, catalog_of
 from grid.compose import check_run_mode, compose_config, pop_format
 from store.fs import StoreRoot
+from vocab.console import Col, make_console, print_table
 from vocab.errors import ConfigError
 from vocab.paths import data_path, project_path
 from vocab.schema import CorpusSpec
@@ -98,12 +97,26 @@ def corpus(overrides: list[str], console: Console | None = None) -> int:
     if fmt == "json":
         print(json.dumps(rows, indent=2))
         return 0
-    table = Table(title="corpora (prompt tokens under the embedded model's tokenizer)")
-    for column in COLUMNS:
-        table.add_column(column, justify="right" if column in NUMERIC else "left", no_wrap=column != "state")
+    columns = [
+        Col(
+            c,
+            justify="right" if c in NUMERIC else "left",
+            no_wrap=c != "state",
+            want=20 if c == "state" else 0,
+        )
+        for c in COLUMNS
+    ]
+    cells = []
     for row in rows:
         shown = {**row, "sha256": row.get("sha256", "")[:SHOWN] or None}
-        table.add_row(*("" if shown.get(c) is None else str(shown[c]) for c in COLUMNS))
-    # Piped output would be cut to 80 columns; the table needs about 130.
-    (console or Console(width=None if sys.stdout.isatty() else 140)).print(table)
+        cells.append(["" if shown.get(c) is None else str(shown[c]) for c in COLUMNS])
+    # At a log's width the least needed columns go first (named below the table); format=json has all.
+    print_table(
+        console or make_console(),
+        "corpora (prompt tokens under the embedded model's tokenizer)",
+        columns,
+        cells,
+        drop=("licenses", "endpoint", "max", "p99", "cap"),
+        whole="format=json",
+    )
     return 0

@@ -19,6 +19,7 @@ from grid.expand import expand_all, to_config
 from grid.plan import group_by_engine
 from grid.preflight import Inspection, check_config, inspect
 from grid.prompt_audit import corpus_rows
+from vocab.console import make_console
 
 
 def plan_summary(overrides: list[str]) -> dict[str, Any]:
@@ -270,7 +271,7 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def plan(overrides: list[str], console: Console | None = None) -> int:
-    console = console or Console()
+    console = console or make_console()
     fmt, rest = pop_format(overrides)
     summary = plan_summary(rest)
     config = to_config(compose_config(rest))
@@ -300,7 +301,7 @@ def simulate_plan(overrides: list[str], console: Console | None = None) -> dict[
     from grid.simulate import SimJob, simulate
     from vocab.errors import ConfigError
 
-    console = console or Console()
+    console = console or make_console()
     config = to_config(compose_config(overrides))
     check_config(config, command="simulate")
     node_gpus = [node.gpus for node in config.cluster.nodes for _ in range(node.count)]
