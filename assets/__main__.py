@@ -17,7 +17,7 @@ from pathlib import Path
 from assets import corpora, dummy_models, smollm2
 from grid.compose import compose_config
 from store.atomic import write_atomic
-from store.fs import StoreError, StorePath, redact
+from store.fs import StoreError, StorePath, os_error_line, redact
 from vocab.errors import ConfigError, GridError
 from vocab.paths import data_path, project_path
 
@@ -39,7 +39,10 @@ def main(argv: list[str]) -> int:
         else:
             corpora.ensure(data_dir, model_dir, max_prompt_tokens)
     except (GridError, StoreError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact(str(exc))}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a data store that does not answer (StoreUnreachable), a full disk
+        print(f"error: {os_error_line(exc)}", file=sys.stderr)
         return 2
     return 0
 

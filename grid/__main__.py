@@ -162,19 +162,6 @@ def summary(overrides: list[str]) -> int:
 EXIT_BAD_INPUT = 2
 
 
-def os_error_line(exc: BaseException) -> str:
-    """An OSError (or a store's StoreError) as one line with no credentials: the store's own line for
-    StoreUnreachable, else what failed and on which file (`No space left on device: results/x.html`)."""
-    from store.fs import StoreUnreachable, redact
-
-    if isinstance(exc, OSError) and not isinstance(exc, StoreUnreachable) and exc.strerror:
-        where = f": {exc.filename}" if exc.filename else ""
-        text = f"{exc.strerror}{where}"
-    else:
-        text = " ".join(str(exc).split())
-    return redact(text)
-
-
 def main(argv: list[str]) -> int:
     try:
         return dispatch(argv)
@@ -251,6 +238,8 @@ def dispatch(argv: list[str]) -> int:
             raise  # a bug, not something a user caused: its traceback is what to report
         # A store that does not answer (store/fs.py StoreUnreachable names it and its endpoint), a
         # disk that is full, a file that cannot be written: one line, not a traceback.
+        from store.fs import os_error_line
+
         print(f"error: {os_error_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -111,7 +111,7 @@ def run(overrides: list[str], console: Console | None = None) -> int:
         try:
             code = conclude(overrides, config, cells, todo, phases, ctx, outcomes, stop, leases, console)
         except OSError as exc:
-            from grid.__main__ import os_error_line
+            from store.fs import os_error_line
 
             console.print(f"[red]stopped[/]: the store failed after the run: {os_error_line(exc)}")
             code = 128 + stop.signum if stop.signum is not None else 1

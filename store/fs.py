@@ -445,3 +445,14 @@ def local_copy_dir() -> Iterator[Path]:
     """A temp folder for files passed through on their way to or from a remote store."""
     with tempfile.TemporaryDirectory(prefix="lever-grid-store-") as folder:
         yield Path(folder)
+
+
+def os_error_line(exc: BaseException) -> str:
+    """An OSError (or a store's StoreError) as one line with no credentials: the store's own line for
+    StoreUnreachable, else what failed and on which file (`No space left on device: results/x.html`)."""
+    if isinstance(exc, OSError) and not isinstance(exc, StoreUnreachable) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        text = f"{exc.strerror}{where}"
+    else:
+        text = " ".join(str(exc).split())
+    return redact(text)
