@@ -25,7 +25,7 @@ def _empty(message: str) -> Figure:
     return fig
 
 
-def speedup_bars(table1: pd.DataFrame, geomean: float) -> Figure:
+def speedup_bars(table1: pd.DataFrame, geomean: float, pct: str = "90%") -> Figure:
     """Figure 1: final lever's output tok/s / van's per model; labels name the lever and the verdict."""
     rows = table1.dropna(subset=["speedup_vs_van"])
     if rows.empty:
@@ -48,7 +48,7 @@ def speedup_bars(table1: pd.DataFrame, geomean: float) -> Figure:
     ax.set_ylabel("output tok/s, x over van")
     # Two lines: one bar's figure is 6 inches wide, too narrow for the legend in the title.
     ax.set_title(
-        "Figure 1: final lever vs van, 90% interval\n(blue: real gain; grey: within noise or not judged)",
+        f"Figure 1: final lever vs van, {pct} interval\n(blue: real gain; grey: within noise or not judged)",
         fontsize=10,
     )
     ax.tick_params(axis="x", rotation=30)

@@ -35,8 +35,8 @@ TABLE1_HEADERS = {
     "final_tok_per_s": "final tok/s",
     "final_lever": "final lever",
     "speedup_vs_van": "x over van (selection)",
-    "ci_lo": "90% CI low",
-    "ci_hi": "90% CI high",
+    "ci_lo": "{pct} CI low",
+    "ci_hi": "{pct} CI high",
     "n_value": "n final",
     "n_reference": "n van",
     "label": "label",
@@ -56,7 +56,7 @@ DRIFT_COLUMNS = ["session_id", "model", "corpus", "lever", "anchor_start_tok_per
 
 NO_PHASES = "GPU time: no cell recorded its phases."
 RULE_NOTE = (
-    "x over van: ratio of geometric means over repeats with its two-sided 90% t-interval on log ratios "
+    "x over van: ratio of geometric means over repeats with its two-sided {pct} t-interval on log ratios "
     "(paired by session and repeat where both sides have them, Welch otherwise); label 'real gain' / "
     "'real loss' only when the whole interval lies beyond the drift band, 'not judged (n<2)' with fewer "
     "than 2 repeats on a side, 'not judged (drift unknown)' without a known drift band "
@@ -148,6 +148,9 @@ def _answers(study: Study) -> str:
 def render_report(study: Study, title: str) -> str:
     """The whole page: answers in words, Table 1, Figures 1-3, best K, drift, sessions, equivalence."""
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in study.notes) or "<li>none</li>"
+    # The selection's intervals are at the study's confidence (above 90% under sequential looks);
+    # the held-out confirmation's stay at 90% (its own single look).
+    pct = f"{study.confidence:.1%}".replace(".0%", "%")
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
         f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
@@ -156,9 +159,11 @@ def render_report(study: Study, title: str) -> str:
         f"<h3>Notes</h3><ul class='note'>{notes}</ul>",
         f"<p class='note'>{html.escape(share_line(study.measured) or NO_PHASES)}</p>",
         "<h2>Table 1: final lever per model</h2>",
-        f"<p class='note'>{html.escape(RULE_NOTE)}</p>",
-        table_html(study.table1, list(TABLE1_HEADERS), TABLE1_HEADERS),
-        _figure(figures.speedup_bars(study.table1, study.speedup_geomean), "Figure 1"),
+        f"<p class='note'>{html.escape(RULE_NOTE.format(pct=pct))}</p>",
+        table_html(
+            study.table1, list(TABLE1_HEADERS), {k: v.format(pct=pct) for k, v in TABLE1_HEADERS.items()}
+        ),
+        _figure(figures.speedup_bars(study.table1, study.speedup_geomean, pct), "Figure 1"),
         "<h2>Per corpus: throughput and latency</h2>",
         "<p class='note'>Medians over each configuration's VALID cells (repeats); TTFT and TPOT are each "
         "cell's p50 over its measured requests. Comparisons with their intervals are in Table 1 and the "

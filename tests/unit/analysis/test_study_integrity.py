@@ -56,3 +56,15 @@ def test_the_report_page_names_the_damaged_file(tmp_path):
     page = render_report(load_study(tmp_path), "integrity")
     assert f"left out: cell c015 attempt {S2}-0000000f: {path}: unreadable (checksum mismatch" in page
     assert "left out: cell c999: failed" in page
+
+
+def test_the_page_names_the_confidence_its_intervals_are_at(tmp_path):
+    """Sequential looks judge at Pocock's corrected confidence: Table 1 says so, not a fixed 90%."""
+    from analysis.html_report import render_report
+
+    build_store(tmp_path)
+    usual = render_report(load_study(tmp_path), "usual")
+    corrected = render_report(load_study(tmp_path, confidence=0.962), "sequential")
+    assert "<th>90% CI low</th>" in usual and "96.2%" not in usual
+    assert "<th>96.2% CI low</th>" in corrected and "two-sided 96.2% t-interval" in corrected
+    assert "<th>held-out 90% CI low</th>" in corrected  # the confirmation's own single look
