@@ -512,6 +512,7 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
         version = engine_version(endpoint.base_url, endpoint.api_key)
         earlier: list[str] = []
         served = ServedPrompts()
+        launch_first = 0  # the first cell of the current launch (a relaunch starts a new one)
         for index, cell in enumerate(group.cells):
             if lost := engine.lost():
                 code = engine.exit_code()
@@ -531,14 +532,15 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
                     tail = log_tail(log_path)
                     outcomes += [_fail(layout, ctx, c, str(exc), tail) for c in group.cells[index:]]
                     break
-                earlier, served = [], ServedPrompts()
+                earlier, served, launch_first = [], ServedPrompts(), index
             history = {
                 # Suffix decoding's tree remembers earlier outputs: say what this engine served before.
                 "engine_earlier_corpora": ",".join(earlier) or None,
                 "engine_launch_id": log_path.stem,
                 "engine_cell_index": index,
-                # Its share of the launch's start, for where the GPU time went.
-                "engine_start_share_s": ready_s / len(group.cells),
+                # Its share of the launch's start, for where the GPU time went: a relaunch's start is
+                # shared by the cells left to it (the first launch's, planned for all, then reads low).
+                "engine_start_share_s": ready_s / (len(group.cells) - launch_first),
                 "gpus": spec.model.tp,
                 **suffix_cache_columns(spec, fresh=not earlier or (reset is not None and reset.ok)),
                 **reset_columns(reset),

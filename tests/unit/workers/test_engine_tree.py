@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 
+import pandas as pd
 import pytest
 
 from grid.compose import compose_config
@@ -155,7 +156,7 @@ def fake_group(tmp_path):
     rows = [{"id": f"p{i}", "prompt": f"prompt {i}"} for i in range(12)]
     (corpora / "code_complete.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
-    def make(*env: str):
+    def make(*env: str, extra: tuple[str, ...] = ()):
         overrides = [
             "experiment=smoke",
             "grid.levers=[van]",
@@ -173,6 +174,7 @@ def fake_group(tmp_path):
             "load.warmup_requests=1",
             "load.concurrency=2",
             "load.max_tokens=8",
+            *extra,
         ]
         group = group_by_engine(expand(to_config(compose_config(overrides))))[0]
         ctx = RunContext("s1", tmp_path / "store", tmp_path / "cache", tmp_path / "models", tmp_path / "data")
@@ -211,3 +213,36 @@ def test_server_errors_from_a_whole_engine_fail_the_cell(fake_group, tmp_path):
     group, ctx = fake_group("FAKE_STATUS=500", "FAKE_MESSAGE=boom")
     error, _ = failed_errors(run_group(group, ctx), tmp_path / "store")
     assert error == "the server answered HTTP 500 to 1 of 1 requests of the warm-up: boom"
+
+
+def test_a_failed_reset_between_cells_relaunches_the_engine_and_the_cell_says_so(fake_group, tmp_path):
+    """fake_vllm serves no /collective_rpc, so the reset before the second suffix cell fails: the engine is
+    relaunched (its log continued), the cell says the reset failed, and the relaunch's start is the
+    second cell's share alone."""
+    corpora = tmp_path / "data" / "corpora"
+    rows = [{"id": f"c{i}", "prompt": f"question {i}"} for i in range(12)]
+    (corpora / "chat_bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    levers = (
+        "grid.levers=[suffix]",
+        "grid.corpora=[code_complete,chat_bench]",
+        "grid.engine_reuse=per_spec",
+        "grid.num_prompts.chat_bench=6",
+    )
+    group, ctx = fake_group(extra=levers)
+    assert len(group.cells) == 2
+    outcomes = run_group(group, ctx)
+    assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
+    found, _ = attempts(tmp_path / "store")
+    rows = {}
+    for attempt in found:
+        summary = pd.read_parquet(attempt.folder / "summary.parquet").iloc[0]
+        rows[int(summary["engine_cell_index"])] = summary
+    assert pd.isna(rows[0]["engine_reset"]) and rows[1]["engine_reset"] == False  # noqa: E712
+    assert "HTTP 404" in rows[1]["engine_reset_problem"]
+    assert rows[1]["suffix_cache_fresh"]  # a fresh engine: nothing served before it
+    assert rows[0]["engine_launch_id"] == rows[1]["engine_launch_id"]  # one log, continued
+    log = next((tmp_path / "store" / "logs").rglob("*.log")).read_text()
+    assert log.count("$ ") == 2  # two launches in it
+    # Each launch's start is shared by the cells it served: all of the relaunch's by the second cell.
+    assert rows[0]["engine_start_share_s"] == pytest.approx(outcomes[0].engine_ready_s / 2, rel=1e-6)
+    assert rows[1]["engine_start_share_s"] == pytest.approx(outcomes[1].engine_ready_s, rel=1e-6)
