@@ -148,16 +148,16 @@ def confirm(overrides: list[str], run: Callable[[list[str]], int] | None = None)
         return 0
     path = write_record(root, config.name, plans)
     print(f"confirm: {len(plans)} model(s) to confirm, plan in {path}")
-    if run is None:
-        from grid.run import run as grid_run
+    from grid.run import one_ray_session
+    from grid.run import run as grid_run
 
-        run = grid_run
-    for plan in plans:
-        print(f"confirm {plan.model}: {plan.planned}; selection {plan.selection}")
-        for argv in plan.runs:
-            code = run(list(argv))
-            if code != 0:
-                return code
+    with one_ray_session():  # one Ray cluster for all the confirmation's runs
+        for plan in plans:
+            print(f"confirm {plan.model}: {plan.planned}; selection {plan.selection}")
+            for argv in plan.runs:
+                code = (run or grid_run)(list(argv))
+                if code != 0:
+                    return code
     print(
         f"confirm: done; `python -m grid report {' '.join(carried(overrides))}` shows the confirmed figures"
     )

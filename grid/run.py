@@ -41,9 +41,31 @@ from vocab.paths import data_path, project_path, store_path
 from vocab.schema import Config
 from workers.runner import CellOutcome, RunContext
 
+# run()s in progress in this process. Sequential looks and the held-out confirmation are runs inside a
+# run: only the outermost leaves the Ray cluster it started, so they all share one.
+_RUNS_IN_PROGRESS = 0
+
+
+@contextmanager
+def one_ray_session() -> Iterator[None]:
+    """Runs inside this block share the Ray cluster; it is left (if started here) when the block ends."""
+    global _RUNS_IN_PROGRESS
+    _RUNS_IN_PROGRESS += 1
+    try:
+        yield
+    finally:
+        _RUNS_IN_PROGRESS -= 1
+    if _RUNS_IN_PROGRESS == 0 and "grid.schedule" in sys.modules:  # Ray is imported only at a launch
+        leave_ray(Stop(), 0)
+
 
 def run(overrides: list[str], console: Console | None = None) -> int:
     """Run what the store lacks of the grid; return 1 if any cell is left failed."""
+    with one_ray_session():
+        return _run(overrides, console)
+
+
+def _run(overrides: list[str], console: Console | None) -> int:
     console = console or make_console()
     config = to_config(compose_config(overrides))
     if config.grid.sequential.enabled:  # the looks are grid runs of their own (grid/sequential.py)
@@ -115,8 +137,8 @@ def run(overrides: list[str], console: Console | None = None) -> int:
 
             console.print(f"[red]stopped[/]: the store failed after the run: {os_error_line(exc)}")
             code = 128 + stop.signum if stop.signum is not None else 1
-        if todo:
-            leave_ray(stop, code)
+        if todo and (stop.signum is not None or _RUNS_IN_PROGRESS == 1):
+            leave_ray(stop, code)  # here, not later, so a signal meanwhile is handled as one
     return code
 
 

@@ -180,3 +180,19 @@ def test_a_killed_drivers_ray_agents_are_swept_before_a_local_cluster_starts():
     finally:
         if psutil.pid_exists(pid):
             psutil.Process(pid).kill()
+
+
+def test_runs_inside_a_run_share_its_ray_cluster_which_the_outermost_leaves(monkeypatch):
+    """Sequential looks and the confirmation are run()s inside a run(): none of them shuts Ray down
+    (a fresh local cluster per look); the outermost leaves it once, when it ends."""
+    import grid.run
+    import grid.schedule  # noqa: F401 (Ray imported: a launch happened)
+
+    left = []
+    monkeypatch.setattr(grid.run, "leave_ray", lambda stop, code: left.append(code))
+    with grid.run.one_ray_session():
+        with grid.run.one_ray_session():
+            with grid.run.one_ray_session():
+                pass
+        assert left == []
+    assert left == [0]
