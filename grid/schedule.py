@@ -80,15 +80,22 @@ def started_here() -> bool:
 
 
 def orphaned_agents() -> list[int]:
-    """Pids of this user's Ray agents whose raylet is gone (reparented to init): a killed driver's."""
+    """Pids of this user's Ray agents whose raylet is gone: a killed driver's.
+
+    An orphan is reparented to init or to a subreaper (systemd --user, a container's init), so it is
+    told by its parent not being a raylet, not by its parent's pid.
+    """
     import psutil
 
     found = []
     for proc in psutil.process_iter(["pid", "ppid", "uids", "cmdline"]):
         with contextlib.suppress(psutil.Error, TypeError):
-            if proc.info["ppid"] != 1 or proc.info["uids"].real != os.getuid():
+            if proc.info["uids"].real != os.getuid():
                 continue
-            if any(agent in part for part in proc.info["cmdline"] or () for agent in RAY_AGENTS):
+            if not any(agent in part for part in proc.info["cmdline"] or () for agent in RAY_AGENTS):
+                continue
+            parent = psutil.Process(proc.info["ppid"]) if proc.info["ppid"] > 0 else None
+            if parent is None or not any("raylet" in part for part in parent.cmdline()):
                 found.append(proc.info["pid"])
     return found
 

@@ -155,7 +155,6 @@ def test_a_full_store_says_full_and_not_permissions(tmp_path):
 
 def test_a_killed_drivers_ray_agents_are_swept_before_a_local_cluster_starts():
     import psutil
-    import pytest
 
     from grid.schedule import orphaned_agents, sweep_agents
 
@@ -169,11 +168,7 @@ def test_a_killed_drivers_ray_agents_are_swept_before_a_local_cluster_starts():
     spawn = subprocess.run([sys.executable, "-c", middle], capture_output=True, text=True, timeout=30)
     pid = int(spawn.stdout)
     try:
-        deadline = time.time() + 5
-        while psutil.Process(pid).ppid() != 1 and time.time() < deadline:
-            time.sleep(0.05)
-        if psutil.Process(pid).ppid() != 1:
-            pytest.skip("orphans go to a subreaper here, not to PID 1")
+        # Its parent is init or a subreaper now: no raylet either way.
         assert pid in orphaned_agents()
         assert pid in sweep_agents()
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
@@ -182,17 +177,71 @@ def test_a_killed_drivers_ray_agents_are_swept_before_a_local_cluster_starts():
             psutil.Process(pid).kill()
 
 
+SUBREAPER = """
+import ctypes, subprocess, sys, time
+ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans below come here, not to init
+middle = subprocess.run([sys.executable, "-c", sys.argv[1]], capture_output=True, text=True)
+print(middle.stdout.strip(), flush=True)
+time.sleep(120)
+"""
+
+
+def test_an_agent_orphaned_to_a_subreaper_is_swept_too():
+    """systemd --user or a container's init adopts orphans: the agent's parent is then no raylet, not 1."""
+    import psutil
+
+    from grid.schedule import orphaned_agents
+
+    middle = (
+        "import subprocess, sys; print(subprocess.Popen([sys.executable, '-c', 'import time; "
+        "time.sleep(120)', 'ray/dashboard/agent.py'], stdout=subprocess.DEVNULL, "
+        "stderr=subprocess.DEVNULL).pid)"
+    )
+    reaper = subprocess.Popen([sys.executable, "-c", SUBREAPER, middle], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(reaper.stdout.readline())
+        assert psutil.Process(pid).ppid() == reaper.pid
+        assert pid in orphaned_agents()
+    finally:
+        for proc in psutil.Process(reaper.pid).children():
+            proc.kill()
+        reaper.kill()
+        reaper.wait()
+
+
+def test_an_agent_under_its_live_raylet_is_not_swept():
+    import psutil
+
+    from grid.schedule import orphaned_agents
+
+    # A stand-in raylet (its command line names it) with a stand-in agent below it.
+    raylet = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+         "'import time; time.sleep(120)', 'ray/dashboard/agent.py']); time.sleep(120)", "raylet"]
+    )  # fmt: skip
+    try:
+        deadline = time.time() + 10
+        while not psutil.Process(raylet.pid).children() and time.time() < deadline:
+            time.sleep(0.05)
+        [agent] = psutil.Process(raylet.pid).children()
+        assert agent.pid not in orphaned_agents()
+    finally:
+        for proc in psutil.Process(raylet.pid).children():
+            proc.kill()
+        raylet.kill()
+        raylet.wait()
+
+
 def test_runs_inside_a_run_share_its_ray_cluster_which_the_outermost_leaves(monkeypatch):
     """Sequential looks and the confirmation are run()s inside a run(): none of them shuts Ray down
     (a fresh local cluster per look); the outermost leaves it once, when it ends."""
     import grid.run
-    import grid.schedule  # noqa: F401 (Ray imported: a launch happened)
+    import grid.schedule
 
     left = []
     monkeypatch.setattr(grid.run, "leave_ray", lambda stop, code: left.append(code))
     with grid.run.one_ray_session():
-        with grid.run.one_ray_session():
-            with grid.run.one_ray_session():
-                pass
+        with grid.run.one_ray_session(), grid.run.one_ray_session():
+            pass
         assert left == []
     assert left == [0]
