@@ -46,10 +46,11 @@ def cells():
     ctx, engine = smoke_engine(group, OVERRIDES, Path(tempfile.mkdtemp(prefix="starvation-")), "starvation")
     with engine:
         core = next(p for p in engine_processes(engine) if p.role == "EngineCore")
-        engine_cpus = os.sched_getaffinity(core.pid)
         if os.geteuid() == 0:
             renice_tree([p.pid for p in engine_processes(engine)], ENGINE_NICE)
         _, calm, _ = run_cell(cell, engine, ctx)
+        # Where the cell left the engine: its own cores once pinned (>= 4 cores), else all of them.
+        engine_cpus = os.sched_getaffinity(core.pid)
         hogs = start_hogs(HOGS_PER_CORE * len(engine_cpus), engine_cpus, HOG_NICE if os.geteuid() == 0 else 0)
         try:
             _, starved, _ = run_cell(cell, engine, ctx)
@@ -81,7 +82,7 @@ def test_a_hog_on_the_engines_cores_makes_the_cell_invalid_and_says_why(cells):
     assert starved["output_tok_per_s"] < calm["output_tok_per_s"]
 
 
-def test_each_cell_records_the_cpu_sets_and_why_nothing_was_pinned_on_two_cores(cells):
+def test_each_cell_records_the_cpu_sets_and_whether_they_were_pinned(cells):
     calm, starved, engine_cpus = cells
     for summary in (calm, starved):
         assert summary["cpus_engine_core"] == cpu_list(engine_cpus)
@@ -90,5 +91,8 @@ def test_each_cell_records_the_cpu_sets_and_why_nothing_was_pinned_on_two_cores(
             assert summary["cpus_pinned"] is False
             assert "too few to give the client its own" in summary["cpus_pin_note"]
             assert summary["cpus_shared_engine_client"] >= 1  # the contention, recorded
+        else:  # load.pin_cpus=auto: the engine's tree and the client on disjoint cores
+            assert summary["cpus_pinned"] is True
+            assert summary["cpus_shared_engine_client"] == 0
         assert summary["client_cpu_share"] >= 0
         assert summary["sched_client_wait_share"] is not None
