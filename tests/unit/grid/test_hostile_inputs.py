@@ -2,7 +2,7 @@
 
 Every row runs the command line (`grid.__main__.main`, in-process) on a bad input and checks that the
 user sees one `error:` line (or the `left out:` line the row names), no traceback, and the exit code
-of the README's table (2: nothing was launched). `grid.run.launch` and `grid.schedule.init_ray` fail
+of the README's table (2: nothing was launched). `grid.schedule.init_ray` and `grid.schedule.run_phases` fail
 the test if reached where the row is knowable before a launch, so no engine can start.
 """
 
