@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import psutil
 import ray
 from ray.exceptions import RayError
 from ray.util.placement_group import placement_group, remove_placement_group
@@ -72,11 +73,30 @@ _STARTED = False
 # A local cluster's agents, children of its raylet: a SIGKILL'd driver's sit at PPID 1 for a minute.
 # (Not the head's dashboard.py nor the GCS: those of a live `ray start` cluster sit at PPID 1 too.)
 RAY_AGENTS = ("ray/dashboard/agent.py", "ray/_private/runtime_env/agent/main.py")
+# The same agents once they have set their process title (what /proc/<pid>/cmdline then shows).
+RAY_AGENT_TITLES = ("ray::DashboardAgent", "ray::RuntimeEnvAgent")
 
 
 def started_here() -> bool:
     """Whether init_ray connected this process to Ray (and so the run may shut it down)."""
     return _STARTED and ray.is_initialized()
+
+
+def is_ray_agent(cmdline: list[str]) -> bool:
+    """An agent by its title (`ray::DashboardAgent`) or by the script it runs.
+
+    The script must be an argument of its own: the raylet's command line carries the agents'
+    command inside one of its flags (`--dashboard_agent_command=... ray/dashboard/agent.py ...`).
+    """
+    if cmdline and cmdline[0].strip() in RAY_AGENT_TITLES:
+        return True
+    return any(not part.startswith("-") and part.endswith(RAY_AGENTS) for part in cmdline)
+
+
+def is_raylet(proc: psutil.Process) -> bool:
+    with contextlib.suppress(psutil.Error, IndexError):
+        return proc.name() == "raylet" or os.path.basename(proc.cmdline()[0]) == "raylet"
+    return False
 
 
 def orphaned_agents() -> list[int]:
@@ -85,25 +105,18 @@ def orphaned_agents() -> list[int]:
     An orphan is reparented to init or to a subreaper (systemd --user, a container's init), so it is
     told by its parent not being a raylet, not by its parent's pid.
     """
-    import psutil
-
     found = []
     for proc in psutil.process_iter(["pid", "ppid", "uids", "cmdline"]):
         with contextlib.suppress(psutil.Error, TypeError):
-            if proc.info["uids"].real != os.getuid():
+            if proc.info["uids"].real != os.getuid() or not is_ray_agent(proc.info["cmdline"] or []):
                 continue
-            if not any(agent in part for part in proc.info["cmdline"] or () for agent in RAY_AGENTS):
-                continue
-            parent = psutil.Process(proc.info["ppid"]) if proc.info["ppid"] > 0 else None
-            if parent is None or not any("raylet" in part for part in parent.cmdline()):
+            if proc.info["ppid"] <= 0 or not is_raylet(psutil.Process(proc.info["ppid"])):
                 found.append(proc.info["pid"])
     return found
 
 
 def sweep_agents(timeout_s: float = 5.0) -> list[int]:
     """End the Ray agents a SIGKILL'd driver left behind (as the next worker sweeps engines); their pids."""
-    import psutil
-
     procs = []
     for pid in orphaned_agents():
         with contextlib.suppress(psutil.Error):

@@ -209,15 +209,17 @@ def test_an_agent_orphaned_to_a_subreaper_is_swept_too():
         reaper.wait()
 
 
-def test_an_agent_under_its_live_raylet_is_not_swept():
+def test_an_agent_under_its_live_raylet_is_not_swept(tmp_path):
     import psutil
 
     from grid.schedule import orphaned_agents
 
-    # A stand-in raylet (its command line names it) with a stand-in agent below it.
+    # A stand-in raylet (its program is named raylet) with a stand-in agent below it.
+    raylet_exe = tmp_path / "raylet"
+    raylet_exe.symlink_to(sys.executable)
     raylet = subprocess.Popen(
-        [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
-         "'import time; time.sleep(120)', 'ray/dashboard/agent.py']); time.sleep(120)", "raylet"]
+        [str(raylet_exe), "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+         "'import time; time.sleep(120)', 'ray/dashboard/agent.py']); time.sleep(120)"]
     )  # fmt: skip
     try:
         deadline = time.time() + 10
@@ -230,6 +232,22 @@ def test_an_agent_under_its_live_raylet_is_not_swept():
             proc.kill()
         raylet.kill()
         raylet.wait()
+
+
+def test_agents_are_told_by_title_or_script_never_by_a_raylets_flags():
+    from grid.schedule import is_ray_agent
+
+    assert is_ray_agent(["ray::DashboardAgent", "", ""]) and is_ray_agent(["ray::RuntimeEnvAgent"])
+    assert is_ray_agent(["/venv/bin/python", "-u", "/venv/lib/ray/dashboard/agent.py", "--node-ip-address=x"])
+    # A raylet names the agents' command inside its flags: sweeping it would end a live cluster.
+    raylet = [
+        "/venv/lib/ray/core/src/ray/raylet/raylet",
+        "--raylet_socket_name=/tmp/ray/s",
+        "--dashboard_agent_command=/venv/bin/python -u /venv/lib/ray/dashboard/agent.py --x=1",
+        "--runtime_env_agent_command=/venv/bin/python -u /v/ray/_private/runtime_env/agent/main.py",
+    ]
+    assert not is_ray_agent(raylet)
+    assert not is_ray_agent(["/venv/bin/python", "-m", "grid", "run"]) and not is_ray_agent([])
 
 
 def test_runs_inside_a_run_share_its_ray_cluster_which_the_outermost_leaves(monkeypatch):
