@@ -6,6 +6,8 @@ the whole module; each engine costs ~1 minute to start on a 2-core machine.
 
 from __future__ import annotations
 
+import os
+
 import psutil
 import pytest
 
@@ -22,6 +24,27 @@ def engine_processes() -> list[psutil.Process]:
         if ENGINE_MODULE in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(proc)
     return found
+
+
+def describe(procs: list[psutil.Process]) -> str:
+    """Each process as a leak report needs it: who started it, when, in which session, as which engine."""
+    lines = []
+    for proc in procs:
+        try:
+            parent = psutil.Process(proc.ppid())
+            parent_cmd = " ".join(parent.cmdline())[:120]
+        except psutil.Error:
+            parent_cmd = "?"
+        try:
+            engine_id = proc.environ().get("LEVER_GRID_ENGINE_ID")
+            lines.append(
+                f"pid {proc.pid} ({proc.status()}, started {proc.create_time():.2f}, "
+                f"sid {os.getsid(proc.pid)}, pgid {os.getpgid(proc.pid)}, engine id {engine_id}) "
+                f"ppid {proc.ppid()} [{parent_cmd}]: " + " ".join(proc.cmdline())[:200]
+            )
+        except (psutil.Error, OSError) as exc:
+            lines.append(f"pid {proc.pid}: gone while described ({exc})")
+    return "\n".join(lines)
 
 
 @pytest.fixture(scope="session", autouse=True)

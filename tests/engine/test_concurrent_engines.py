@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import re
 import time
+import warnings
 
 from rich.console import Console
 
 from grid.run import run
-from tests.engine.conftest import engine_processes
+from tests.engine.conftest import describe, engine_processes
 
 STAMP = re.compile(r"\) (?:INFO|WARNING|ERROR) (\d\d-\d\d \d\d:\d\d:\d\d)")
 
@@ -50,8 +51,11 @@ def test_two_real_engines_run_side_by_side(tmp_path):
     first, second = (log_span(t) for t in text)
     assert first[0] < second[1] and second[0] < first[1], (first, second)
     # An engine process was seen alive right after run() returned on 2026-12-03 (2-core machine; the
-    # cause is not found yet): wait for the teardown a little before calling it a leak.
+    # cause is not found yet and did not show in the runs since): say what it is, as a warning in the
+    # test report, then wait for the teardown a little before calling it a leak.
+    if early := engine_processes():
+        warnings.warn(f"engine processes alive right after run() returned:\n{describe(early)}", stacklevel=1)
     deadline = time.monotonic() + 20
     while engine_processes() and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not engine_processes()
+    assert not (left := engine_processes()), describe(left)

@@ -19,7 +19,7 @@ from grid.expand import expand, to_config
 from grid.plan import group_by_engine
 from grid.run import run
 from store.read import attempts, connect
-from tests.engine.conftest import ENGINE_MODULE, engine_processes
+from tests.engine.conftest import ENGINE_MODULE, describe, engine_processes
 from vocab.paths import project_path
 from workers import engine_registry
 from workers.runner import RunContext, run_group
@@ -50,7 +50,7 @@ def test_engine_that_cannot_start_fails_the_cells_and_leaves_nothing(tmp_path):
         .fetchone()[0]
         == 0
     )
-    assert not engine_processes()
+    assert not (left := engine_processes()), describe(left)
 
 
 def test_engine_killed_during_the_measured_load_is_named_as_the_cause(tmp_path):

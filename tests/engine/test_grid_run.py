@@ -12,7 +12,7 @@ from rich.console import Console
 
 from grid.run import run
 from store.read import attempts, connect, ok_files
-from tests.engine.conftest import engine_processes
+from tests.engine.conftest import describe, engine_processes
 
 NUM_PROMPTS = 12
 MAX_TOKENS = 32
@@ -115,7 +115,7 @@ def test_suffix_cells_draft_and_van_cells_do_not(store):
 
 
 def test_no_engine_process_is_left(store):
-    assert not engine_processes()
+    assert not (left := engine_processes()), describe(left)
 
 
 def test_window_gates_and_effective_config_are_columns(store):

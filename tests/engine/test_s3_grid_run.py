@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from store.fs import open_store
 from store.read import connect
-from tests.engine.conftest import engine_processes
+from tests.engine.conftest import describe, engine_processes
 from tests.engine.test_grid_run import NUM_PROMPTS, run_small
 from tests.s3server import options_override
 
@@ -32,4 +32,4 @@ def test_the_smoke_grid_on_the_cpu_engine_writes_to_and_resumes_from_a_bucket(s3
     # Resume reads the bucket: nothing is left to run.
     code, output = run_small(url, *one_cell)
     assert code == 0 and "0 of 1 cells to run" in output, output
-    assert not engine_processes()
+    assert not (left := engine_processes()), describe(left)
