@@ -1,10 +1,16 @@
-"""No engine outlives its driver, whatever kills the driver (issue 17).
+"""No engine outlives its driver, even a driver killed with SIGKILL (issue 17).
 
-Each case starts `python -m grid run` (one cell, van, one real CPU engine) as a
+The test starts `python -m grid run` (one cell, van, one real CPU engine) as a
 subprocess in a session of its own, waits until the engine is serving the
-cell's measured load, ends the driver (SIGKILL to it, SIGINT to its process
-group as Ctrl-C does, SIGTERM to it) and asserts that no vLLM process of that
-run (API server, EngineCore, workers) is left 30 s later. The run's processes
+cell's measured load, SIGKILLs the driver and asserts that no vLLM process of
+that run (API server, EngineCore, workers) is left 30 s later. SIGKILL is the
+case with no stop path at all: the engine must end through its own means
+(PDEATHSIG down vLLM's tree, its guard). The orderly stops (Ctrl-C to the
+process group, SIGTERM: exit codes 130 and 143, running cells recorded as
+interrupted, nothing left) end the engine by the same means once the stop has
+killed its actor; they are tested on the stand-in engine, a server with a
+child of its own (tests/scheduling/test_stop.py), to spend the CI's
+real-engine launches where only a real engine tells. The run's processes
 are told apart from anyone else's by a marker in the environment the driver
 passes down (driver -> raylet -> actor -> vllm serve -> EngineCore -> workers),
 and by the sessions of the API servers seen while it ran.
@@ -13,7 +19,6 @@ and by the sessions of the API servers seen while it ran.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -117,8 +122,7 @@ def measuring(store: Path) -> bool:
     return any("GET /metrics" in log.read_text(errors="replace") for log in logs)
 
 
-@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT", "SIGTERM"])
-def test_no_engine_process_outlives_its_driver(tmp_path, how):
+def test_no_engine_process_outlives_its_driver_killed_with_sigkill(tmp_path):
     store = tmp_path / "store"
     marker = uuid.uuid4().hex
     driver_log = tmp_path / "driver.log"
@@ -169,25 +173,15 @@ def test_no_engine_process_outlives_its_driver(tmp_path, how):
             f"driver log:\n{driver_log.read_text(errors='replace')[-2000:]}\n{engine_logs(store)}"
         )
 
-        if how == "SIGINT":
-            os.killpg(driver.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the foreground group
-        else:
-            driver.send_signal(getattr(signal, how))
+        driver.send_signal(signal.SIGKILL)
 
         deadline = time.time() + LEFT_WITHIN_S
         while (left := still_running(marker, sessions, engines)) and time.time() < deadline:
             time.sleep(0.5)
-        assert not left, f"engine processes left {LEFT_WITHIN_S} s after {how}: {describe(left)}"
+        assert not left, f"engine processes left {LEFT_WITHIN_S} s after SIGKILL: {describe(left)}"
         with contextlib.suppress(subprocess.TimeoutExpired):
             driver.wait(timeout=max(1.0, deadline - time.time()))
-        assert driver.poll() is not None, f"driver still running {LEFT_WITHIN_S} s after {how}"
-        if how != "SIGKILL":
-            # A clean stop (grid/run.py): the shell's exit code, the running cell recorded as interrupted.
-            output = driver_log.read_text()
-            assert driver.returncode == {"SIGINT": 130, "SIGTERM": 143}[how], output[-3000:]
-            assert "stopping: 1 engines" in output and "Traceback" not in output, output[-3000:]
-            manifests = [json.loads(m.read_text()) for m in store.glob("cells/*/*/manifest.json")]
-            assert [m["status"] for m in manifests] == ["interrupted"], manifests
+        assert driver.poll() is not None, f"driver still running {LEFT_WITHIN_S} s after SIGKILL"
         # The engine's guard, once it finds the engine gone with its owner, drops its record.
         records = lambda: list((store / "engines").glob("*/*.json"))  # noqa: E731
         deadline = time.time() + 10

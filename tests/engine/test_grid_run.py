@@ -238,6 +238,9 @@ def test_each_cell_records_where_its_time_went(store):
     assert (cells["phase_cell_s"] > cells["window_s"]).all()
 
 
+REPEATED_PROMPTS = 70
+
+
 @pytest.fixture(scope="module")
 def repeated(tmp_path_factory):
     """Two repeats on one van engine, allowed: most of the second repeat's prompts were served before."""
@@ -248,9 +251,9 @@ def repeated(tmp_path_factory):
         "grid.repeats=2",
         "grid.repeat_order=same_engine",
     )
-    # 100 of chat_bench's 110 prompts per repeat, 8 tokens each: the repeats must overlap.
+    # 70 of chat_bench's 110 prompts per repeat, 8 tokens each: the repeats must overlap (by >= 30).
     return root, *run_small(
-        root, *extra, "load.num_prompts=100", "load.max_tokens=8", "load.allow_repeats=true"
+        root, *extra, f"load.num_prompts={REPEATED_PROMPTS}", "load.max_tokens=8", "load.allow_repeats=true"
     )
 
 
@@ -262,7 +265,8 @@ def test_allowed_repeats_are_counted_and_the_store_agrees(repeated):
     assert cells["engine_launch_id"].nunique() == 1
     first, second = cells.itertuples()
     assert first.prompts_reused == 0
-    assert second.prompts_reused == second.prompts_reused_earlier_repeat >= 80
+    # Two draws of 70 from 110 prompts share at least 30.
+    assert second.prompts_reused == second.prompts_reused_earlier_repeat >= 2 * REPEATED_PROMPTS - 110
     earlier = sent_before(cells)
     for row in (first, second):
         reused = set(json.loads(row.measured_prompt_hashes)) & earlier[row.cell_key]
