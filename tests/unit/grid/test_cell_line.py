@@ -66,7 +66,7 @@ def test_conclude_prints_the_closing_line_counting_its_anchor_runs(tmp_path):
     text = out.getvalue()
     closing = " ".join(text[text.rfind("done ") :].split())  # the closing line, however it wrapped
     assert code == 0, out.getvalue()
-    assert (
-        closing
-        == "done 10, failed 0, interrupted 0, pending 0, skipped 0 (10 runs: 8 cells + 2 anchor runs; attempts 10)"
+    assert closing == (
+        "done 10, failed 0, interrupted 0, pending 0, skipped 0 "
+        "(10 runs: 8 cells + 2 anchor runs; attempts 10)"
     )
