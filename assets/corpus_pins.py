@@ -107,3 +107,17 @@ def pins_digest(packages: set[str]) -> str:
     """A digest of the pins of `packages` (name==version, sorted): changes when a pin does."""
     lines = [f"{package}=={pinned_version(package)}" for package in sorted(packages)]
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
+def missing() -> list[str]:
+    """`name==version` of each pin whose version is visible nowhere on the search path."""
+    out = []
+    for key, (name, version) in sorted(pins().items()):
+        if not any(dist.version == version for dist in visible(key)):
+            out.append(f"{name}=={version}")
+    return out
+
+
+if __name__ == "__main__":
+    # `python -m assets.corpus_pins`: the pins to install beside the venv (scripts/setup_venv.sh), one a line.
+    print("\n".join(missing()))

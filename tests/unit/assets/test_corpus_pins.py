@@ -74,3 +74,16 @@ def test_pinned_versions_installed_beside_the_venv_are_found(tmp_path, monkeypat
     assert [(src.version, path) for src, path, _ in python_files("jmespath")] == [
         ("0.0.1", "jmespath/tools.py")
     ]
+
+
+def test_missing_lists_the_pins_no_visible_distribution_satisfies(monkeypatch):
+    """What `make setup` installs beside the venv: only pins whose version is nowhere on the path."""
+    from importlib import metadata
+
+    from assets import corpus_pins
+
+    have = metadata.version("filelock")
+    monkeypatch.setattr(
+        corpus_pins, "pins", lambda: {"filelock": ("filelock", have), "jmespath": ("jmespath", "0.0.0")}
+    )
+    assert corpus_pins.missing() == ["jmespath==0.0.0"]
