@@ -48,15 +48,15 @@ _RUNS_IN_PROGRESS = 0
 
 @contextmanager
 def one_ray_session() -> Iterator[None]:
-    """Runs inside this block share the Ray cluster; it is left (if started here) when the block ends."""
+    """Runs inside this block share the Ray cluster: only a run at the outermost level leaves it (after
+    its own launch, grid/run.py _run). A run with nothing to launch never leaves it: a caller's Ray
+    (a test's cluster) stays connected; a local one the looks started ends with the process."""
     global _RUNS_IN_PROGRESS
     _RUNS_IN_PROGRESS += 1
     try:
         yield
     finally:
         _RUNS_IN_PROGRESS -= 1
-    if _RUNS_IN_PROGRESS == 0 and "grid.schedule" in sys.modules:  # Ray is imported only at a launch
-        leave_ray(Stop(), 0)
 
 
 def run(overrides: list[str], console: Console | None = None) -> int:

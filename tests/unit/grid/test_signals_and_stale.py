@@ -250,16 +250,13 @@ def test_agents_are_told_by_title_or_script_never_by_a_raylets_flags():
     assert not is_ray_agent(["/venv/bin/python", "-m", "grid", "run"]) and not is_ray_agent([])
 
 
-def test_runs_inside_a_run_share_its_ray_cluster_which_the_outermost_leaves(monkeypatch):
-    """Sequential looks and the confirmation are run()s inside a run(): none of them shuts Ray down
-    (a fresh local cluster per look); the outermost leaves it once, when it ends."""
+def test_runs_inside_a_run_are_counted_so_only_the_outermost_leaves_ray():
+    """Sequential looks and the confirmation are run()s inside a run(): _run leaves Ray only at depth 1."""
     import grid.run
-    import grid.schedule
 
-    left = []
-    monkeypatch.setattr(grid.run, "leave_ray", lambda stop, code: left.append(code))
+    assert grid.run._RUNS_IN_PROGRESS == 0
     with grid.run.one_ray_session():
-        with grid.run.one_ray_session(), grid.run.one_ray_session():
-            pass
-        assert left == []
-    assert left == [0]
+        with grid.run.one_ray_session():
+            assert grid.run._RUNS_IN_PROGRESS == 2
+        assert grid.run._RUNS_IN_PROGRESS == 1
+    assert grid.run._RUNS_IN_PROGRESS == 0
