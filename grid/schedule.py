@@ -324,8 +324,15 @@ def within(seconds: float, work: Callable[[], None]) -> bool:
 
 
 def disconnect(seconds: float = CLEANUP_S) -> bool:
-    """Leave the cluster; False when it no longer answers (the caller exits without Ray's atexit)."""
-    return within(seconds, ray.shutdown)
+    """Leave the cluster; False when it no longer answers (the caller exits without Ray's atexit).
+
+    Once left, the next ray.init is not this process's to end: a stale flag would make a later run
+    shut down a cluster its caller (a test's, a notebook's) connected afterwards.
+    """
+    global _STARTED
+    left = within(seconds, ray.shutdown)
+    _STARTED = False
+    return left
 
 
 def interrupt(

@@ -35,3 +35,19 @@ def test_a_session_end_that_cannot_be_written_is_one_line(tmp_path, monkeypatch)
     text = console.export_text()
     assert "store: the session's end could not be written ([Errno 28] No space left on device)" in text
     assert "Traceback" not in text
+
+
+def test_a_cluster_connected_after_the_run_left_its_own_is_not_the_runs_to_end(monkeypatch):
+    """CI's red run: the engine tests' run started and left a local Ray; the scheduling tests then
+    connected their own cluster, and the next run shut it down ('Ray has not been started')."""
+    connected = {"now": False}
+    monkeypatch.setattr(grid.schedule.ray, "is_initialized", lambda: connected["now"])
+    monkeypatch.setattr(grid.schedule.ray, "init", lambda **_: connected.update(now=True))
+    monkeypatch.setattr(grid.schedule.ray, "shutdown", lambda: connected.update(now=False))
+    monkeypatch.setattr(grid.schedule, "sweep_agents", lambda: [])
+    monkeypatch.setattr(grid.schedule, "_STARTED", False)
+    grid.schedule.init_ray(to_config(compose_config([])).ray)
+    assert grid.schedule.started_here()
+    assert grid.schedule.disconnect()
+    connected["now"] = True  # a caller's own ray.init (a test's cluster, a notebook's)
+    assert not grid.schedule.started_here()
