@@ -13,6 +13,7 @@ the CPU sets) beside the throughput, and the gate's verdict.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -62,23 +63,31 @@ def start_hogs(n: int, cpus: set[int], nice: int = 0) -> list[subprocess.Popen[b
     Each hog is a neighbour of its own, like another tenant's process, at
     autogroup priority `nice`.
     """
-    hogs = []
-    for _ in range(n):
-        hog = subprocess.Popen([sys.executable, "-c", HOG], start_new_session=True)
-        os.sched_setaffinity(hog.pid, cpus)
-        if nice:
-            set_group_nice(hog.pid, nice)
-        hogs.append(hog)
+    hogs: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(n):
+            hogs.append(subprocess.Popen([sys.executable, "-c", HOG], start_new_session=True))
+            os.sched_setaffinity(hogs[-1].pid, cpus)
+            if nice:
+                set_group_nice(hogs[-1].pid, nice)
+    except BaseException:
+        # Never leave a busy loop behind at high priority: it would starve whatever runs next.
+        stop_hogs(hogs)
+        raise
     return hogs
 
 
 def set_group_nice(pid: int, nice: int) -> None:
     """The priority of `pid`'s autogroup (its session), and of its threads; below 0 needs root."""
-    autogroup = Path(f"/proc/{pid}/autogroup")
-    if autogroup.exists():
-        autogroup.write_text(str(nice))
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
+    # A thread (vLLM starts and ends them) may exit between the listing and the call: it is gone,
+    # not an error. Without the right to raise priority, PermissionError goes to the caller.
+    with contextlib.suppress(ProcessLookupError, FileNotFoundError):
+        autogroup = Path(f"/proc/{pid}/autogroup")
+        if autogroup.exists():
+            autogroup.write_text(str(nice))
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(ProcessLookupError, FileNotFoundError):
+                os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
 
 
 def renice_tree(pids: list[int], nice: int) -> None:
