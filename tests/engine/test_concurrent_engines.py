@@ -30,10 +30,12 @@ def test_two_real_engines_run_side_by_side(tmp_path):
             "grid.corpora=[code_complete]",
             f"paths.store={tmp_path}",
             "ray.cpus_per_engine=1",
-            "load.num_prompts=16",
+            # The launches are what is under test, not the load: as little of it as a cell takes.
+            "load.num_prompts=4",
             "load.warmup_requests=1",
             "load.concurrency=2",
-            "load.max_tokens=32",
+            "load.max_tokens=16",
+            "gates.equivalence.probe_prompts=0",
             # Only the two launches under test: no drift-anchor launches before and after.
             "grid.anchor.enabled=false",
         ],
