@@ -127,7 +127,8 @@ def left_out(
         error = last["error"].strip().splitlines() if isinstance(last["error"], str) else []
         why = f"last error: {error[0][:160]}" if error else "no error recorded"
         attempts = f"{len(group)} attempt{'s' if len(group) > 1 else ''}"
-        lines.append(f"left out: cell {key}: {last['status']} ({attempts}; {why})")
+        named = f"{last['label']} (cell {key})" if isinstance(last["label"], str) else f"cell {key}"
+        lines.append(f"left out: {named}: {last['status']} ({attempts}; {why})")
     return lines
 
 

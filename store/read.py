@@ -40,6 +40,8 @@ class Attempt:
     valid: bool | None = None
     # The manifest's files: with size and sha256 since issue 17, names only before; None if absent.
     files: tuple[FileEntry, ...] | None = None
+    # The cell's label (`tiny/suffix-k8/code_complete/r0`); None in manifests written before it was.
+    label: str | None = None
 
     def damage(self, checksums: bool = True) -> Damage | None:
         """None if every file of this (ok) attempt is whole; else the first damaged one."""
@@ -66,6 +68,7 @@ def attempts(root: StoreRoot, unread: list[Unreadable] | None = None) -> tuple[l
                     data.get("written_at", ""),
                     data.get("valid"),
                     parse_files(data.get("files")),
+                    data.get("label"),
                 )
             )
         except (OSError, ValueError, KeyError) as exc:
@@ -210,6 +213,7 @@ def _create_json_view(con: duckdb.DuckDBPyConnection, view: str, paths: list[Sto
 
 ATTEMPT_COLUMNS = [
     "cell_key",
+    "label",  # NULL in manifests written before labels were recorded
     "attempt_id",
     "session_id",
     "status",
@@ -231,7 +235,7 @@ def _attempts_table(con: duckdb.DuckDBPyConnection, verified: Verified) -> None:
     for a in verified.found:
         d = damage.get((a.cell_key, a.attempt_id))
         rows.append(
-            {"cell_key": a.cell_key, "attempt_id": a.attempt_id, "session_id": a.session_id,
+            {"cell_key": a.cell_key, "label": a.label, "attempt_id": a.attempt_id, "session_id": a.session_id,
              "status": a.status, "error": a.error, "written_at": a.written_at,
              "file": str(d.path) if d else None, "problem": str(d) if d else None}
         )  # fmt: skip

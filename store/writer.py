@@ -88,8 +88,10 @@ def write_ok_attempt(
     records: Sequence[RequestRecord],
     summary: dict[str, Any],
     probe: Sequence[ProbeRow] = (),
+    label: str | None = None,
 ) -> Path:
-    """Store a finished attempt; `tags` holds session_id, cell_key and attempt_id."""
+    """Store a finished attempt; `tags` holds session_id, cell_key and attempt_id; `label` (the cell's
+    name, as `status` and the tables show it) goes into the manifest only."""
     folder = layout.attempt_dir(tags["cell_key"], tags["attempt_id"])
     written = [
         write_parquet(folder / REQUESTS, requests_table(records, tags)),
@@ -103,6 +105,7 @@ def write_ok_attempt(
         folder / MANIFEST,
         {
             **tags,
+            **({"label": label} if label else {}),
             "status": "ok",
             # The validity gates' verdict, so resume can tell INVALID cells without opening Parquet.
             "valid": summary.get("valid"),
@@ -115,7 +118,12 @@ def write_ok_attempt(
 
 
 def write_failed_attempt(
-    layout: StoreLayout, tags: dict[str, Any], error: str, log_tail: str, status: str = "failed"
+    layout: StoreLayout,
+    tags: dict[str, Any],
+    error: str,
+    log_tail: str,
+    status: str = "failed",
+    label: str | None = None,
 ) -> Path:
     """Record a failed (or interrupted) attempt: a manifest only, so no partial rows are ever read."""
     folder = layout.attempt_dir(tags["cell_key"], tags["attempt_id"])
@@ -125,6 +133,7 @@ def write_failed_attempt(
         folder / MANIFEST,
         {
             **tags,
+            **({"label": label} if label else {}),
             "status": status,
             "schema_version": SCHEMA_VERSION,
             "error": error,

@@ -601,7 +601,7 @@ def _run_and_store(
         summary.update(cell.as_record(), engine_ready_s=ready_s, engine_version=version, **placement(ctx))
         summary.update(history)
         summary.update(read_effective_config(engine.log_path))
-        write_ok_attempt(layout, tags, records, summary, probe)
+        write_ok_attempt(layout, tags, records, summary, probe, label=cell.label)
     except Exception as exc:
         symptom = f"{type(exc).__name__}: {exc}"
         # An engine that died is the cause; what failed next (a refused connection) only its symptom.
@@ -615,7 +615,7 @@ def _run_and_store(
         followed = bool(lost) and not isinstance(exc, EngineDied)
         detail = error + (f"\nwhat failed next: {symptom}" if followed else "")
         detail += "\n" + traceback.format_exc(limit=3)
-        note = record_failure(layout, tags, detail, log_tail(engine.log_path))
+        note = record_failure(layout, tags, detail, log_tail(engine.log_path), label=cell.label)
         if (isinstance(exc, OSError) or note) and (problem := store_problem(ctx.store_root, 0)) is not None:
             return CellOutcome(cell.key, cell.label, attempt_id, "failed", problem, stops_run=True)
         return CellOutcome(cell.key, cell.label, attempt_id, "failed", error + note)
@@ -664,7 +664,7 @@ def record_interrupted(
             after_written_at(max(c.get("written_at", "") for c in casualties))
         attempt_id = new_attempt_id(ctx.session_id)
         tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
-        note = record_failure(layout, tags, reason, "", status="interrupted")
+        note = record_failure(layout, tags, reason, "", status="interrupted", label=cell.label)
         outcomes.append(CellOutcome(cell.key, cell.label, attempt_id, "interrupted", reason + note))
     return outcomes
 
@@ -690,14 +690,19 @@ def after_written_at(written_at: str) -> None:
 
 
 def record_failure(
-    layout: StoreLayout, tags: dict[str, Any], error: str, tail: str, status: str = "failed"
+    layout: StoreLayout,
+    tags: dict[str, Any],
+    error: str,
+    tail: str,
+    status: str = "failed",
+    label: str | None = None,
 ) -> str:
     """Write a failed manifest; '' on success, else a note that it could not be written.
 
     A store that is full or unwritable must not turn one failed cell into a dead worker.
     """
     try:
-        write_failed_attempt(layout, tags, error, tail, status)
+        write_failed_attempt(layout, tags, error, tail, status, label)
     except OSError as exc:
         return f" (and the failure could not be recorded in the store: {type(exc).__name__}: {exc})"
     return ""
@@ -706,5 +711,5 @@ def record_failure(
 def _fail(layout: StoreLayout, ctx: RunContext, cell: Cell, error: str, tail: str) -> CellOutcome:
     attempt_id = new_attempt_id(ctx.session_id)
     tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
-    note = record_failure(layout, tags, error, tail)
+    note = record_failure(layout, tags, error, tail, label=cell.label)
     return CellOutcome(cell.key, cell.label, attempt_id, "failed", error.splitlines()[0] + note)

@@ -82,3 +82,22 @@ def test_an_unreadable_probe_file_drops_its_attempt(tmp_path):
     (layout.attempt_dir("c1", "a1") / "probe.parquet").write_bytes(b"not parquet")
     good, problems = ok_attempts(tmp_path)
     assert good == [] and "probe.parquet: unreadable" in problems[0]
+
+
+def test_a_cell_left_out_is_named_by_its_label_where_its_manifest_has_one(tmp_path):
+    """Issue 31: a user reads cells by label (`run.force` takes one too), not by a 16-hex key."""
+    from analysis.load import left_out
+
+    layout = StoreLayout(tmp_path)
+    write_ok_attempt(layout, tags("c1", "a1"), records(1), {"x": 1}, label="tiny/van/chat_bench/r0")
+    write_failed_attempt(layout, tags("c2", "a2"), "boom", "", label="tiny/suffix-k8/chat_bench/r0")
+    write_failed_attempt(layout, tags("c3", "a3"), "older store", "")  # written before labels were
+    found, _ = attempts(tmp_path)
+    assert {a.cell_key: a.label for a in found} == {
+        "c1": "tiny/van/chat_bench/r0",
+        "c2": "tiny/suffix-k8/chat_bench/r0",
+        "c3": None,
+    }
+    lines = left_out(connect(tmp_path), {"c1"})
+    assert "left out: tiny/suffix-k8/chat_bench/r0 (cell c2): failed (1 attempt; last error: boom)" in lines
+    assert "left out: cell c3: failed (1 attempt; last error: older store)" in lines
