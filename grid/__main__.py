@@ -44,7 +44,8 @@ COMMANDS = {
         "done / invalid / failed / interrupted / damaged / pending cells, from the store; every file's size "
         "and sha256 checked against its manifest",
         (
-            ("experiment=smoke", "the grid to look for (with the overrides its run had)"),
+            ("paths.store=/data/results", "every cell that store holds, by label"),
+            ("experiment=smoke", "the grid to look for (with the overrides its run had), pending cells too"),
             ("--quick experiment=smoke", "check file sizes, not checksums"),
             ("format=json", "the counts and every cell's status as JSON on stdout"),
         ),

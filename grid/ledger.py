@@ -37,6 +37,9 @@ class CellState:
     invalid_runs: int = 0
     last_error: str | None = None
     sessions: list[str] = field(default_factory=list)
+    # The label its manifests record (None where all predate labels): how `status` names a cell of
+    # a store read without its grid.
+    label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ def build_ledger(root: StoreRoot, checksums: bool = True) -> Ledger:
         state = CellState(key, attempts=len(cell_attempts))
         for attempt in sorted(cell_attempts, key=lambda a: (a.written_at, a.attempt_id)):
             state.sessions.append(attempt.session_id)
+            state.label = attempt.label or state.label
             if attempt.status == "ok":
                 footer_only += not attempt.files or any(f.sha256 is None for f in attempt.files)
                 if (damage := damage_of[(attempt.cell_key, attempt.attempt_id)]) is not None:

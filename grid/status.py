@@ -6,11 +6,12 @@ import json
 import sys
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.console import Console
 
 from analysis.gpu_time import share_line
+from analysis.load import cell_label
 from analysis.summary import latest_cells
 from grid.compose import check_run_mode, compose_config, pop_format
 from grid.expand import expand, to_config
@@ -31,10 +32,44 @@ NOT_DONE_COLUMNS = [
 ]
 
 
+class Named(NamedTuple):
+    """A cell as status names it: its key and its label."""
+
+    key: str
+    label: str
+
+
+# Overrides that name a grid (`experiment=final`, `grid.levers=[van]`, `+corpus.mine.path=...`): with
+# none of them, `status` describes whatever the store holds instead of the default experiment.
+GRID_KEYS = ("experiment", "grid", "corpus", "model")
+
+
+def names_a_grid(overrides: list[str]) -> bool:
+    """Whether an override picks or narrows a grid (then `status` describes that grid's cells)."""
+    keys = (o.split("=", 1)[0].lstrip("+~") for o in overrides)
+    return any(key.split(".", 1)[0].split("@", 1)[0] in GRID_KEYS for key in keys)
+
+
+def store_cells(ledger: Any, root: Any, checksums: bool) -> list[Named]:
+    """Every cell the store holds, named by the label its manifests record, else by its measured
+    row's fields (stores written before labels were recorded), else by its key."""
+    measured = latest_cells(root, checksums=checksums) if ledger.states else None
+    from_rows: dict[str, str] = {}
+    if measured is not None and not measured.empty:
+        fields = measured[["cell_key", "model", "lever", "k", "corpus", "repeat"]].to_dict("records")
+        from_rows = {row["cell_key"]: cell_label(row) for row in fields}
+    named = [Named(key, state.label or from_rows.get(key) or key) for key, state in ledger.states.items()]
+    # Drift-anchor runs are not cells of the grid (`run` counts them apart): left out here too.
+    return sorted((n for n in named if "/anchor-" not in n.label), key=lambda n: (n.label, n.key))
+
+
 def status(overrides: list[str], console: Console | None = None, checksums: bool = True) -> int:
     """Print done / invalid / failed / interrupted / damaged / pending counts, each cell's last error,
     every damaged file by name, the cells other drivers hold leases on (and their owners),
     and the GPU time share; with `format=json`, one JSON object on stdout instead (status_record).
+
+    Of the grid the overrides name (`experiment=...`, `grid.*`); with none, of every cell the store
+    holds (`paths.store` alone), which has no pending cells to count.
 
     A cell is done only if its files are whole: sizes and sha256 checksums as
     recorded (`checksums=False`, `status --quick`: sizes only).
@@ -43,12 +78,16 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
     cfg = compose_config(overrides)
     check_run_mode(cfg)
     config = to_config(cfg)
-    cells = expand(config)
     root = store_path(config.paths.store, config.paths.store_options)
     ledger = build_ledger(root, checksums)
+    scope = config.name if names_a_grid(overrides) else None
+    if scope is None:
+        cells = store_cells(ledger, root, checksums)
+    else:
+        cells = [Named(c.key, c.label) for c in expand(config)]
     labels = {c.key: c.label for c in cells}
     if fmt == "json":
-        json.dump(status_record(config.name, cells, ledger, root, checksums), sys.stdout, indent=2)
+        json.dump(status_record(scope, cells, ledger, root, checksums), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     console = console or make_console()
@@ -58,15 +97,21 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
         console.print(f"[yellow]store:[/] {f'{label}: ' if label else ''}{problem}")
     counts = Counter(ledger.status(c.key) for c in cells)
     invalid_note = "kept (run.keep_invalid)" if config.run.keep_invalid else "measured again on resume"
+    what = (
+        f"experiment {scope}: {len(cells)} cells"
+        if scope is not None
+        else f"store {redact(str(root))}: {len(cells)} cells (all it holds; experiment=... for a grid's)"
+    )
     console.print(
-        f"experiment {config.name}: {len(cells)} cells: done {counts[DONE]}, "
+        f"{what}: done {counts[DONE]}, "
         f"invalid {counts[INVALID]} ({invalid_note}), failed {counts[FAILED]}, "
-        f"interrupted {counts[INTERRUPTED]}, damaged {counts[DAMAGED]} (measured again on resume), "
-        f"pending {counts[PENDING]}"
+        f"interrupted {counts[INTERRUPTED]}, damaged {counts[DAMAGED]} (measured again on resume)"
+        + (f", pending {counts[PENDING]}" if scope is not None else "")
     )
     now = time.time()
     for lease in all_leases(root):
-        if (label := labels.get(lease.cell_key)) is None:
+        # Of the store's cells, a lease on one with no attempt yet is named by its key.
+        if (label := labels.get(lease.cell_key, None if scope else lease.cell_key)) is None:
             continue
         if (why := lease.stale(now)) is not None:  # as `run` decides it: expired, or its pid gone here
             after = (
@@ -112,9 +157,12 @@ def last_error(state: Any) -> str:
     return (state.last_error or "").splitlines()[0][:120] if state and state.last_error else ""
 
 
-def status_record(name: str, cells: list, ledger: Any, root: Any, checksums: bool) -> dict[str, Any]:
-    """`status format=json`: the experiment, the store, counts by status, every cell (label, key,
-    status, attempts, last error), the store's problems and the leases other drivers hold."""
+def status_record(
+    name: str | None, cells: list[Named], ledger: Any, root: Any, checksums: bool
+) -> dict[str, Any]:
+    """`status format=json`: the experiment (null: every cell of the store), the store, counts by
+    status, every cell (label, key, status, attempts, last error), the store's problems and the
+    leases other drivers hold."""
     counts = Counter(ledger.status(c.key) for c in cells)
     keys = {c.key for c in cells}
     now = time.time()
@@ -136,7 +184,7 @@ def status_record(name: str, cells: list, ledger: Any, root: Any, checksums: boo
                 "expires_in_s": round(lease.expires_at - now, 1),
             }
             for lease in all_leases(root)
-            if lease.cell_key in keys
+            if name is None or lease.cell_key in keys
         ],
         "cells": [
             {
