@@ -91,7 +91,10 @@ COMMANDS = {
     ),
     "report": Command(
         "write <store>/reports/<experiment>.html: Table 1, best K, drift, figures (one page)",
-        (("experiment=smoke", "the report of the smoke grid (with the overrides its run had)"),),
+        (
+            ("experiment=smoke", "the report of the smoke grid (with the overrides its run had)"),
+            ("paths.store=/data/results", "every cell that store holds: <store>/reports/store.html"),
+        ),
         "Analysis, report, notebooks",
     ),
 }

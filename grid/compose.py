@@ -496,3 +496,14 @@ def pop_format(overrides: list[str], allowed: tuple[str, ...] = ("table", "json"
     if fmt not in allowed:
         raise ConfigError(f"format must be {', '.join(allowed[:-1])} or {allowed[-1]}, got '{fmt}'")
     return fmt, rest
+
+
+# Overrides that name a grid (`experiment=final`, `grid.levers=[van]`, `+corpus.mine.path=...`): with
+# none of them, `status` and `report` describe whatever the store holds, not the default experiment.
+GRID_KEYS = ("experiment", "grid", "corpus", "model")
+
+
+def names_a_grid(overrides: list[str]) -> bool:
+    """Whether an override picks or narrows a grid (then `status`/`report` describe its cells)."""
+    keys = (o.split("=", 1)[0].lstrip("+~") for o in overrides)
+    return any(key.split(".", 1)[0].split("@", 1)[0] in GRID_KEYS for key in keys)

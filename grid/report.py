@@ -3,19 +3,25 @@
 The experiment's cells are the ones its config expands to now (pass the same
 overrides as the run, since every result-affecting setting is in a cell's key),
 plus the drift anchors of the sessions that measured them. The page goes to
-<store>/reports/<experiment name>.html; open it in any browser, offline.
+<store>/reports/<experiment name>.html; open it in any browser, offline. With no
+override that names a grid (`paths.store` alone), every cell the store holds goes
+to <store>/reports/store.html.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from grid.compose import check_run_mode, compose_config
+from analysis.decision import CONFIDENCE
+from grid.compose import check_run_mode, compose_config, names_a_grid
 from grid.expand import to_config
 from store.atomic import write_atomic
 from store.layout import StoreLayout
 from vocab.errors import GridError
 from vocab.paths import store_path
+
+# The page of `report paths.store=...` without a grid: every cell the store holds.
+STORE_PAGE = "store"
 
 
 def write_report(overrides: list[str]) -> Path:
@@ -37,19 +43,23 @@ def _write_report(overrides: list[str]) -> tuple[Path, list[str]]:
     from grid.confirm import read_record
     from grid.sequential import selection_scope
 
-    record = read_record(root, config.name)
-    keys, confidence = selection_scope(overrides)
+    if names_a_grid(overrides):
+        name = config.name
+        record = read_record(root, config.name)
+        keys, confidence = selection_scope(overrides)
+    else:  # `paths.store` alone: every cell the store holds, on a page of its own
+        name, record, keys, confidence = STORE_PAGE, None, None, CONFIDENCE
     study = load_study(root, cell_keys=keys, confirmation_record=record, confidence=confidence)
-    path = StoreLayout(root).report_file(config.name)
+    path = StoreLayout(root).report_file(name)
     if study.measured.empty and path.exists():
         # Most often the run's overrides were left off (every result-affecting setting is in a
         # cell's key): an empty page would replace the real one.
         raise GridError(
-            f"no cell of experiment '{config.name}' as these overrides expand it is in the store, so "
+            f"no cell of experiment '{name}' as these overrides expand it is in the store, so "
             f"{path} (an earlier report) is kept; pass the overrides the run had "
-            f"(`python -m grid report experiment={config.name} <the run's overrides>`)"
+            f"(`python -m grid report experiment={name} <the run's overrides>`)"
         )
-    page = render_report(study, f"lever-grid: {config.name}")
+    page = render_report(study, f"lever-grid: {name if keys is not None else f'every cell of {root}'}")
     write_atomic(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
     return path, [n for n in study.notes if n.startswith(("left out", "not used"))]
 

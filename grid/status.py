@@ -13,7 +13,7 @@ from rich.console import Console
 from analysis.gpu_time import share_line
 from analysis.load import cell_label
 from analysis.summary import latest_cells
-from grid.compose import check_run_mode, compose_config, pop_format
+from grid.compose import check_run_mode, compose_config, names_a_grid, pop_format
 from grid.expand import expand, to_config
 from grid.ledger import DAMAGED, DONE, FAILED, INTERRUPTED, INVALID, PENDING, build_ledger
 from store.fs import redact
@@ -37,17 +37,6 @@ class Named(NamedTuple):
 
     key: str
     label: str
-
-
-# Overrides that name a grid (`experiment=final`, `grid.levers=[van]`, `+corpus.mine.path=...`): with
-# none of them, `status` describes whatever the store holds instead of the default experiment.
-GRID_KEYS = ("experiment", "grid", "corpus", "model")
-
-
-def names_a_grid(overrides: list[str]) -> bool:
-    """Whether an override picks or narrows a grid (then `status` describes that grid's cells)."""
-    keys = (o.split("=", 1)[0].lstrip("+~") for o in overrides)
-    return any(key.split(".", 1)[0].split("@", 1)[0] in GRID_KEYS for key in keys)
 
 
 def store_cells(ledger: Any, root: Any, checksums: bool) -> list[Named]:

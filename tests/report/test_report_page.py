@@ -76,3 +76,19 @@ def test_the_page_has_per_corpus_figures_and_folds_the_raw_tables(synthetic_stor
     table = per_corpus(load_study(synthetic_store).measured).set_index(["model", "corpus", "lever", "k"])
     # llama31_8b/mix/suffix K8: the INVALID 500 left out, the median of 130 / 132 / 128
     assert table.loc[("llama31_8b", "mix", "suffix", 8), ["n", "output_tok_per_s"]].tolist() == [3, 130.0]
+
+
+def test_a_store_alone_reports_every_cell_it_holds(synthetic_store, capsys):
+    """Issue 31: `report paths.store=...` needs no grid; the experiment is a filter, not a must."""
+    assert main(["report", f"paths.store={synthetic_store}"]) == 0
+    path = StoreLayout(synthetic_store).report_file("store")
+    assert f"report: {path}" in capsys.readouterr().out
+    page = path.read_text()
+    assert f"every cell of {synthetic_store}" in page
+    assert "real gain: 1.580x [1.570, 1.590] 90% CI, n=3/3 paired, band 2.0%" in page
+    # The smoke grid matches none of the synthetic store's cells: with it, nothing is measured.
+    assert main(["report", "experiment=smoke", f"paths.store={synthetic_store}"]) == 0
+    assert (
+        "0 of 4 cells of the experiment are in the store."
+        in StoreLayout(synthetic_store).report_file("smoke").read_text()
+    )

@@ -5,9 +5,9 @@ import json
 from rich.console import Console
 
 from grid.__main__ import main
-from grid.compose import compose_config
+from grid.compose import compose_config, names_a_grid
 from grid.expand import expand, to_config
-from grid.status import names_a_grid, status
+from grid.status import status
 from store.layout import StoreLayout
 from store.writer import write_failed_attempt, write_ok_attempt
 from tests.unit.store.test_writer_read import records, tags
