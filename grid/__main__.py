@@ -89,6 +89,16 @@ COMMANDS = {
         (("experiment=final", "after the study's grid (experiment=final also runs it at its end)"),),
         "Decisions and their error rates",
     ),
+    "compare": Command(
+        "two stores, or two sessions of one, side by side: each lever's tok/s and B / A with its interval "
+        "and verdict (analysis.decision's rule and drift band)",
+        (
+            ("stores=[/data/before,/data/after]", "two stores (every session of each)"),
+            ("sessions=[S1,S2] paths.store=/data/results", "two sessions of one store"),
+            ("stores=[a,b] format=csv", "one row per lever configuration, on stdout (format=json too)"),
+        ),
+        "Analysis, report, notebooks",
+    ),
     "report": Command(
         "write <store>/reports/<experiment>.html: Table 1, best K, drift, figures (one page)",
         (
@@ -200,6 +210,10 @@ def dispatch(argv: list[str]) -> int:
             from grid.run import run
 
             return run(overrides)
+        if command == "compare":
+            from grid.compare import compare_command
+
+            return compare_command(overrides)
         if command == "status":
             from grid.status import status
 

@@ -1,0 +1,67 @@
+"""Two runs side by side: each lever configuration's tok/s on side A and side B, and B / A judged by
+analysis.decision's rule (the same interval and drift band as every other comparison). Pure.
+
+A side is one store, or one session of a store. Per (model, corpus, lever, k) measured VALID on both
+sides: the medians, the repeats behind them, ratio = B / A from the per-repeat values (geometric
+means; sides of different sessions are unpaired), its t-interval, and the label: a real gain or
+loss only when the whole interval clears the drift band of the sessions involved (NaN band: not
+judged, as everywhere else).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from analysis.compare import compare
+from analysis.decision import CONFIDENCE
+from analysis.drift import drift_band
+from analysis.repeats import CELL_FIELDS
+
+SIDE_COLUMNS = [*CELL_FIELDS, "n_a", "tok_per_s_a", "n_b", "tok_per_s_b", "ratio", "ci_lo", "ci_hi",
+                "drift_band_rel", "label", "verdict"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side: its name as shown, `lever_medians`' table and `session_drift`'s table."""
+
+    name: str
+    medians: pd.DataFrame
+    drift: pd.DataFrame
+
+
+def side_by_side(a: Side, b: Side, confidence: float = CONFIDENCE) -> tuple[pd.DataFrame, list[str]]:
+    """One row per configuration measured on both sides (SIDE_COLUMNS); and a line per
+    configuration found on one side only."""
+    drift = (
+        pd.concat([a.drift, b.drift], ignore_index=True)
+        if not a.drift.empty or not b.drift.empty
+        else a.drift
+    )
+    both = a.medians.merge(b.medians, on=CELL_FIELDS, suffixes=("_a", "_b"), how="outer", indicator=True)
+    rows, alone = [], []
+    for row in both.sort_values(CELL_FIELDS, na_position="first").to_dict("records"):
+        what = "/".join(str(row[f]) for f in CELL_FIELDS if not pd.isna(row[f]))
+        if row["_merge"] != "both":
+            alone.append(f"only in {a.name if row['_merge'] == 'left_only' else b.name}: {what}")
+            continue
+        band = drift_band(drift, set(row["sessions_a"]) | set(row["sessions_b"]))
+        judged = compare(row["repeats_b"], row["repeats_a"], band, confidence)
+        rows.append(
+            {
+                **{f: row[f] for f in CELL_FIELDS},
+                "n_a": row["n_a"],
+                "tok_per_s_a": row["median_a"],
+                "n_b": row["n_b"],
+                "tok_per_s_b": row["median_b"],
+                "ratio": judged["rel_diff"] + 1.0,
+                "ci_lo": judged["ci_lo"],
+                "ci_hi": judged["ci_hi"],
+                "drift_band_rel": band,
+                "label": judged["label"],
+                "verdict": judged["verdict"],
+            }
+        )
+    return pd.DataFrame(rows, columns=SIDE_COLUMNS), alone
