@@ -23,7 +23,7 @@ from analysis.load import cell_label, invalid_left_out, left_out
 from analysis.medians import lever_medians
 from analysis.repeats import aggregate_repeats
 from store.read import connect, has_view
-from vocab.console import Col, make_console, print_table
+from vocab.console import Col, make_console, markdown_table, print_table
 
 COLUMNS = [
     "model",
@@ -236,14 +236,19 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def export(frame: pd.DataFrame, fmt: str, out: TextIO) -> None:
-    """Write latest_cells' `frame` to `out` as JSON ({"cells": [...], "left_out": [...]}) or CSV
-    (a header, then one row per cell; the cells left out go to stderr, one line each)."""
+    """Write latest_cells' `frame` to `out` as JSON ({"cells": [...], "left_out": [...]}), CSV
+    (a header, then one row per cell; the cells left out go to stderr, one line each) or Markdown
+    (`md`: a pipe table, then the cells left out as a list)."""
     table = export_frame(frame)
     left = list(frame.attrs.get("left_out", []))
     if fmt == "csv":
         table.to_csv(out, index=False)
         for line in left:
             print(line, file=sys.stderr)
+        return
+    if fmt == "md":  # a table to paste into an issue or a PR; the cells left out listed below it
+        out.write(markdown_table(list(table.columns), table.itertuples(index=False)))
+        out.write("".join(f"\n- {line}" for line in left) + ("\n" if left else ""))
         return
     cells = json.loads(table.to_json(orient="records"))
     json.dump({"cells": cells, "left_out": left}, out, indent=2)

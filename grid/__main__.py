@@ -72,6 +72,7 @@ COMMANDS = {
             ("paths.store=/data/results", "another store"),
             ("format=csv > cells.csv", "one row per cell, with a header, on stdout"),
             ("format=json", '{"cells": [...], "left_out": [...]} on stdout'),
+            ("format=md", "a Markdown table (for an issue or a PR), the cells left out below it"),
         ),
         "The store",
     ),
@@ -95,7 +96,7 @@ COMMANDS = {
         (
             ("stores=[/data/before,/data/after]", "two stores (every session of each)"),
             ("sessions=[S1,S2] paths.store=/data/results", "two sessions of one store"),
-            ("stores=[a,b] format=csv", "one row per lever configuration, on stdout (format=json too)"),
+            ("stores=[a,b] format=csv", "one row per lever configuration, on stdout (format=json, md too)"),
         ),
         "Analysis, report, notebooks",
     ),
@@ -157,7 +158,7 @@ def summary(overrides: list[str]) -> int:
     from grid.compose import check_run_mode, compose_config, pop_format
     from vocab.paths import store_path
 
-    fmt, overrides = pop_format(overrides, ("table", "json", "csv"))
+    fmt, overrides = pop_format(overrides, ("table", "json", "csv", "md"))
     cfg = compose_config(overrides)
     check_run_mode(cfg)
     paths = cfg.paths

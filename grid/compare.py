@@ -19,7 +19,7 @@ from analysis.medians import lever_medians
 from analysis.side_by_side import Side, side_by_side
 from grid.compose import check_run_mode, compose_config, pop_format
 from store.read import connect
-from vocab.console import Col, make_console, print_table
+from vocab.console import Col, make_console, markdown_table, print_table
 from vocab.errors import ConfigError
 from vocab.paths import store_path
 
@@ -78,7 +78,7 @@ def k_text(k: object) -> str:
 
 
 def compare_command(overrides: list[str], console: Console | None = None) -> int:
-    fmt, overrides = pop_format(overrides, ("table", "json", "csv"))
+    fmt, overrides = pop_format(overrides, ("table", "json", "csv", "md"))
     stores, overrides = pop_pair(overrides, "stores")
     sessions, overrides = pop_pair(overrides, "sessions")
     if (stores is None) == (sessions is None):
@@ -97,6 +97,10 @@ def compare_command(overrides: list[str], console: Console | None = None) -> int
     table, alone = side_by_side(*sides)
     if fmt == "csv":
         table.to_csv(sys.stdout, index=False)
+    elif fmt == "md":
+        sys.stdout.write(f"A = {sides[0].name}, B = {sides[1].name}\n\n")
+        sys.stdout.write(markdown_table(list(table.columns), table.itertuples(index=False)))
+        sys.stdout.write("".join(f"\n- {line}" for line in alone) + ("\n" if alone else ""))
     elif fmt == "json":
         out = {
             "a": sides[0].name,

@@ -143,3 +143,16 @@ def print_table(
             highlight=False,
         )
     return left_out
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A GitHub pipe table (`format=md`): every value whole, `|` escaped, None and NaN as empty."""
+
+    def cell(value: object) -> str:
+        if value is None or (isinstance(value, float) and value != value):
+            return ""
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"

@@ -88,7 +88,17 @@ def test_summary_csv_has_a_header_and_a_row_per_cell(synthetic_store, capsys):
 
 def test_an_unknown_format_is_one_line(synthetic_store, capsys):
     assert main(["summary", f"paths.store={synthetic_store}", "format=xml"]) == 2
-    assert capsys.readouterr().err == "error: format must be table, json or csv, got 'xml'\n"
+    assert capsys.readouterr().err == "error: format must be table, json, csv or md, got 'xml'\n"
+
+
+def test_summary_md_is_a_row_per_cell_with_the_verdict_whole(synthetic_store, capsys):
+    assert main(["summary", f"paths.store={synthetic_store}", "format=md"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| " + " | ".join(EXPORT_COLUMNS) + " |"
+    rows = [ln for ln in lines[2:] if ln.startswith("| ")]
+    assert len(rows) == len(latest_cells(synthetic_store))
+    assert all(row.count("|") == len(EXPORT_COLUMNS) + 1 for row in rows)
+    assert any("concurrency held 40% < 90%" in row for row in rows)
 
 
 def test_status_json(tmp_path, capsys):

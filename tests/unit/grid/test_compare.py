@@ -61,3 +61,15 @@ def test_bad_arguments_are_one_line_before_anything_is_read(tmp_path):
     write_side(tmp_path, SA, 1.0)
     with pytest.raises(ConfigError, match="session 'nope' has no measured cell"):
         compare_command(["sessions=[nope,20260101T000000Z-aaaaaa]", f"paths.store={tmp_path}"])
+
+
+def test_md_is_a_pipe_table_with_every_value_whole(tmp_path, capsys):
+    write_side(tmp_path / "before", SA, 1.0)
+    write_side(tmp_path / "after", SB, 1.2, extra=True)
+    assert main(["compare", f"stores=[{tmp_path / 'before'},{tmp_path / 'after'}]", "format=md"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(i for i, ln in enumerate(lines) if ln.startswith("| model |"))
+    assert lines[header + 1] == "|" + "---|" * 14
+    bestkpad = next(ln for ln in lines if "| bestkpad |" in ln)
+    assert bestkpad.count("|") == 15 and "| real gain |" in bestkpad
+    assert lines[-1] == f"- only in {tmp_path / 'after'}: llama31_8b/mix/suffix/8"
