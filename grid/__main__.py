@@ -24,6 +24,8 @@ class Command:
     examples: tuple[tuple[str, str], ...]
     readme: str  # the README.md section that explains it
     flags: tuple[str, ...] = ()  # the command's own --options
+    # The config sections it reads: `--help` lists each one's keys from the schema (vocab/schema.py).
+    sections: tuple[str, ...] = ("paths",)
 
 
 COMMANDS = {
@@ -39,6 +41,7 @@ COMMANDS = {
             ("paths.store=/data/results cluster=h200x8_4nodes", "where results go; which cluster"),
         ),
         "Running a grid",
+        sections=("grid", "load", "run", "gates", "ray", "engine", "paths"),
     ),
     "status": Command(
         "done / invalid / failed / interrupted / damaged / pending cells, from the store; every file's size "
@@ -51,6 +54,7 @@ COMMANDS = {
         ),
         "Running a grid",
         ("--quick",),
+        sections=("grid", "run", "paths"),
     ),
     "plan": Command(
         "cells, engine launches, GPU bundles and GPU-hours of a grid, before running it",
@@ -59,11 +63,13 @@ COMMANDS = {
             ("experiment=final format=json", "as JSON on stdout"),
         ),
         "Running a grid",
+        sections=("grid", "load", "plan", "cluster", "engine"),
     ),
     "simulate": Command(
         "the grid's makespan on a cluster description, against its lower bound",
         (("experiment=final cluster=h200x8_4nodes", "on 4 nodes of 8 H200s"),),
         "Running a grid",
+        sections=("grid", "plan", "cluster"),
     ),
     "summary": Command(
         "the table of a store's cells (latest ok attempt each, anchor runs left out)",
@@ -75,6 +81,7 @@ COMMANDS = {
             ("format=md", "a Markdown table (for an issue or a PR), the cells left out below it"),
         ),
         "The store",
+        sections=("paths",),
     ),
     "corpus": Command(
         "the corpora with their sizes and prompt-length percentiles",
@@ -83,12 +90,14 @@ COMMANDS = {
             ("grid.corpora=[mine] +corpus.mine.path=/data/t.jsonl", "your own"),
         ),
         "Corpora and your own traces",
+        sections=("grid", "load", "paths"),
     ),
     "confirm": Command(
         "measure each model's final configuration and van again, held out (a fresh session, new prompts), "
         "and record the figure Table 1 and the report show beside the selection's",
         (("experiment=final", "after the study's grid (experiment=final also runs it at its end)"),),
         "Decisions and their error rates",
+        sections=("grid", "load", "run", "gates", "paths"),
     ),
     "compare": Command(
         "two stores, or two sessions of one, side by side: each lever's tok/s and B / A with its interval "
@@ -99,6 +108,7 @@ COMMANDS = {
             ("stores=[a,b] format=csv", "one row per lever configuration, on stdout (format=json, md too)"),
         ),
         "Analysis, report, notebooks",
+        sections=("paths",),
     ),
     "report": Command(
         "write <store>/reports/<experiment>.html: Table 1, best K, drift, figures (one page)",
@@ -107,6 +117,7 @@ COMMANDS = {
             ("paths.store=/data/results", "every cell that store holds: <store>/reports/store.html"),
         ),
         "Analysis, report, notebooks",
+        sections=("grid", "paths"),
     ),
 }
 
@@ -123,6 +134,16 @@ def config_keys() -> str:
 
     keys = ", ".join(f.name for f in fields(Config))
     return "\n".join(textwrap.wrap(f"config keys (vocab/schema.py): {keys}", 100))
+
+
+def section_keys(section: str) -> list[str]:
+    """`load: num_prompts, max_tokens, ...`: a config section's keys, from its dataclass, wrapped."""
+    from vocab.schema import Config
+
+    kind = next(f.type for f in fields(Config) if f.name == section)
+    schema = vars(sys.modules[Config.__module__])[kind] if isinstance(kind, str) else kind
+    keys = ", ".join(f.name for f in fields(schema))
+    return textwrap.wrap(f"{section}: {keys}", 100, initial_indent="  ", subsequent_indent="    ")
 
 
 def usage() -> str:
@@ -147,7 +168,8 @@ def command_usage(name: str) -> str:
     lines += ["", "examples:"]
     for args, what in command.examples:
         lines += [f"  {PY} {name} {args}".rstrip(), f"      {what}"]
-    lines += ["", COMMON, config_keys()]
+    lines += ["", COMMON, config_keys(), "", "keys it reads (section.key=value):"]
+    lines += [line for section in command.sections for line in section_keys(section)]
     lines += [f"README.md, section '{command.readme}'."]
     return "\n".join(lines)
 

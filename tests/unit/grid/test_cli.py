@@ -127,3 +127,21 @@ def test_status_table_keeps_labels_and_statuses_whole(tmp_path, width):
     labels = [line.strip("│").split("│")[0].strip() for line in body]
     assert all(label.count("/") == 3 for label in labels if label)
     assert "interrupted" in table and "damaged" in table and "driver stopped" in table
+
+
+def test_each_commands_help_lists_the_keys_of_the_sections_it_reads(capsys):
+    """Issue 31: the keys come from the schema, so a key added there shows in `--help` at once."""
+    from dataclasses import fields
+
+    from grid.__main__ import COMMANDS
+    from vocab.schema import LoadSpec, RunConfig
+
+    assert main(["run", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # unwrapped
+    for schema, section in ((LoadSpec, "load"), (RunConfig, "run")):
+        assert f"{section}: " + ", ".join(f.name for f in fields(schema)) in out
+    for name, command in COMMANDS.items():
+        assert main([name, "--help"]) == 0
+        text = capsys.readouterr().out
+        assert "keys it reads (section.key=value):" in text
+        assert all(f"\n  {section}: " in text for section in command.sections), name
