@@ -232,14 +232,41 @@ def cell_counts(final: dict[str, CellOutcome], todo: int) -> dict[str, int]:
     return {**counts, "pending": todo - len(final)}
 
 
-def progress_line(counts: dict[str, int], latest: CellOutcome) -> str:
-    """The live bar's text: cells by their latest attempt (a failed one may still be retried), then the
-    cell just settled."""
-    rate = f"{latest.output_tok_per_s:,.1f} tok/s" if latest.output_tok_per_s else latest.status
-    return (
+def progress_line(counts: dict[str, int], latest: CellOutcome | None, now: list[dict], eta: str) -> str:
+    """The live bar's text: cells by their latest attempt (a failed one may still be retried), what
+    each running engine is doing, the cell just settled, and the ETA."""
+    parts = [
         f"runs done {counts['done']} failed {counts['failed']} interrupted {counts['interrupted']} "
-        f"pending {counts['pending']} | last {latest.label}: {rate}"
-    )
+        f"pending {counts['pending']}"
+    ]
+    parts += [f"now {n['label']}: {n['phase']} {time.time() - float(n['since_s']):.0f} s" for n in now]
+    if latest is not None:
+        rate = f"{latest.output_tok_per_s:,.1f} tok/s" if latest.output_tok_per_s else latest.status
+        parts.append(f"last {latest.label}: {rate}")
+    return " | ".join([*parts, eta])
+
+
+def eta_text(done: int, total: int, elapsed_s: float, planned_s: float) -> str:
+    """'ETA 12 min': from the cells settled so far (elapsed per settled cell), before the first one
+    from plan's cost model (grid/cost.py, over the cluster's engine slots)."""
+    if done >= total:
+        return "ETA 0 min"
+    if done:
+        left_s, source = (total - done) * elapsed_s / done, ""
+    else:
+        left_s, source = max(planned_s - elapsed_s, 0.0), " (plan's cost model)"
+    return f"ETA {left_s / 60:.0f} min{source}"
+
+
+def planned_wall_s(phases: list[list[EngineGroup]], config: Config, slots: int) -> float:
+    """plan's cost model: each phase's engine starts and measured tokens, spread over `slots`."""
+    from grid.cost import group_cost
+
+    total = 0.0
+    for groups in phases:
+        costs = [group_cost(g, config.plan) for g in groups]
+        total += sum(c.start_s + c.run_s for c in costs) / max(1, min(slots, len(costs)))
+    return total
 
 
 def cell_line(outcome: CellOutcome, counts: dict[str, int], total: int) -> str:
@@ -292,13 +319,35 @@ def launch(
     last: dict[str, CellOutcome] = {}  # cell key -> its latest attempt
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     outcomes: list[CellOutcome] = []
+    started_s = time.monotonic()
+    shown: dict[str, object] = {"latest": None, "now": [], "planned_s": 0.0}
+    phase_of: dict[str, str] = {}  # label -> the phase a log last said
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("runs", total=total)
+
+        def redraw() -> None:
+            counts = cell_counts(last, total)
+            eta = eta_text(counts["done"] + counts["failed"], total, time.monotonic() - started_s,
+                           float(shown["planned_s"]))  # type: ignore[arg-type]  # fmt: skip
+            line = progress_line(counts, shown["latest"], shown["now"], eta)  # type: ignore[arg-type]
+            progress.update(task, completed=counts["done"], description=line)
+
+        def watch(now: list[dict[str, object]]) -> None:
+            shown["now"] = now
+            redraw()
+            if progress.console.is_terminal:
+                return
+            for record in now:  # a log has no live bar: one line per phase a running engine enters
+                label, phase = str(record["label"]), str(record["phase"])
+                if phase_of.get(label) != phase:
+                    phase_of[label] = phase
+                    progress.console.print(f"  {label}: {phase}", markup=False, highlight=False)
 
         def report(outcome: CellOutcome) -> None:
             last[outcome.cell_key] = outcome
             counts = cell_counts(last, total)
-            progress.update(task, completed=counts["done"], description=progress_line(counts, outcome))
+            shown["latest"] = outcome
+            redraw()
             # A store refusal is the run's stop: its reason comes once, at the end.
             if outcome.status == "failed" and not outcome.stops_run:
                 progress.console.print(f"[red]attempt failed[/] {outcome.label}: {outcome.error}")
@@ -306,16 +355,20 @@ def launch(
                 # A log has no live bar: one line per settled cell, so it shows the run moving.
                 progress.console.print(cell_line(outcome, counts, total), soft_wrap=True)
 
-        from grid.schedule import init_ray, run_phases  # Ray only once everything else checked out
+        from grid.schedule import in_flight_limit, init_ray, run_phases  # Ray once all else checked out
 
         # First: Ray's driver installs a SIGTERM handler of its own. A killed driver's agents go first.
         if swept := init_ray(config.ray):
             progress.console.print(f"ray: ended {len(swept)} agents a killed driver left (pids {swept})")
+        shown["planned_s"] = planned_wall_s(phases, config, in_flight_limit(config.ray))
+        redraw()
         if leases is not None:
             leases.say = progress.console.print
         with stop_on_signals(stop, progress.console), leases.renewing() if leases else nullcontext():
             try:
-                outcomes = run_phases(phases, ctx, config.ray, config.run.max_attempts, report, stop, leases)
+                outcomes = run_phases(
+                    phases, ctx, config.ray, config.run.max_attempts, report, stop, leases, watch
+                )
             except Stopped as exc:
                 outcomes = exc.outcomes
     # The engines have ended: a signal now exits at once, saying so (a second one: "again").
