@@ -73,3 +73,15 @@ def test_md_is_a_pipe_table_with_every_value_whole(tmp_path, capsys):
     bestkpad = next(ln for ln in lines if "| bestkpad |" in ln)
     assert bestkpad.count("|") == 15 and "| real gain |" in bestkpad
     assert lines[-1] == f"- only in {tmp_path / 'after'}: llama31_8b/mix/suffix/8"
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_table_keeps_names_ratio_and_verdict_whole(tmp_path, width):
+    write_side(tmp_path, SA, 1.0)
+    write_side(tmp_path, SB, 1.2)
+    console = Console(record=True, width=width)
+    compare_command([f"sessions=[{SA},{SB}]", f"paths.store={tmp_path}"], console)
+    text = console.export_text()
+    table = text[text.index("B against A") :]
+    assert "…" not in table and all(len(line) <= width for line in table.splitlines())
+    assert "bestkpad" in table and "1.200" in table and "real gain" in table and "llama31_8b" in table
