@@ -51,6 +51,7 @@ COMMANDS = {
             ("experiment=smoke", "the grid to look for (with the overrides its run had), pending cells too"),
             ("--quick experiment=smoke", "check file sizes, not checksums"),
             ("format=json", "the counts and every cell's status as JSON on stdout"),
+            ("format=csv", "every cell's label, key, status, attempts and last error (format=md too)"),
         ),
         "Running a grid",
         ("--quick",),
@@ -86,7 +87,7 @@ COMMANDS = {
     "corpus": Command(
         "the corpora with their sizes and prompt-length percentiles",
         (
-            ("format=json", "as JSON on stdout"),
+            ("format=json", "as JSON on stdout (format=csv, format=md: the table's rows)"),
             ("grid.corpora=[mine] +corpus.mine.path=/data/t.jsonl", "your own"),
         ),
         "Corpora and your own traces",

@@ -10,6 +10,7 @@ plan and record; a built corpus whose bytes no longer match its meta says so.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from rich.console import Console
 from grid.catalog import Catalog, active, catalog_of
 from grid.compose import check_run_mode, compose_config, pop_format
 from store.fs import StoreRoot
-from vocab.console import Col, make_console, print_table
+from vocab.console import Col, make_console, print_table, write_rows
 from vocab.errors import ConfigError
 from vocab.paths import data_path, project_path
 from vocab.schema import CorpusSpec
@@ -86,8 +87,8 @@ def meta_state(recorded: str | None, actual: str | None) -> str:
 
 
 def corpus(overrides: list[str], console: Console | None = None) -> int:
-    """Print the table, or JSON with `format=json` (like `plan`)."""
-    fmt, rest = pop_format(overrides)
+    """Print the table, or JSON with `format=json` (like `plan`), or `format=csv|md`."""
+    fmt, rest = pop_format(overrides, ("table", "json", "csv", "md"))
     cfg = compose_config(rest)
     check_run_mode(cfg)
     paths = cfg.paths
@@ -96,6 +97,9 @@ def corpus(overrides: list[str], console: Console | None = None) -> int:
     )
     if fmt == "json":
         print(json.dumps(rows, indent=2))
+        return 0
+    if fmt in ("csv", "md"):
+        write_rows(fmt, COLUMNS, [[row.get(c) for c in COLUMNS] for row in rows], sys.stdout)
         return 0
     columns = [
         Col(

@@ -18,7 +18,7 @@ from grid.expand import expand, to_config
 from grid.ledger import DAMAGED, DONE, FAILED, INTERRUPTED, INVALID, PENDING, build_ledger
 from store.fs import redact
 from store.lease import all_leases
-from vocab.console import Col, make_console, print_table
+from vocab.console import Col, make_console, print_table, write_rows
 from vocab.paths import store_path
 
 # "cells not done": the label and status stay whole; the key goes first at a narrow console (a label
@@ -63,7 +63,7 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
     A cell is done only if its files are whole: sizes and sha256 checksums as
     recorded (`checksums=False`, `status --quick`: sizes only).
     """
-    fmt, overrides = pop_format(overrides, ("table", "json"))
+    fmt, overrides = pop_format(overrides, ("table", "json", "csv", "md"))
     cfg = compose_config(overrides)
     check_run_mode(cfg)
     config = to_config(cfg)
@@ -78,6 +78,11 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
     if fmt == "json":
         json.dump(status_record(scope, cells, ledger, root, checksums), sys.stdout, indent=2)
         sys.stdout.write("\n")
+        return 0
+    if fmt in ("csv", "md"):  # every cell, one row each, as format=json's "cells"
+        record = status_record(scope, cells, ledger, root, checksums)["cells"]
+        headers = ["label", "key", "status", "attempts", "last_error"]
+        write_rows(fmt, headers, [[c[h] for h in headers] for c in record], sys.stdout)
         return 0
     console = console or make_console()
     damaged = {str(d): d for d in ledger.damaged}

@@ -156,3 +156,15 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
     lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def write_rows(fmt: str, headers: Sequence[str], rows: Sequence[Sequence[object]], out: TextIO) -> None:
+    """A command's table as `format=csv` (a header, then a row each) or `format=md` (markdown_table)."""
+    if fmt == "md":
+        out.write(markdown_table(headers, rows))
+        return
+    import csv
+
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows(["" if v is None else v for v in row] for row in rows)

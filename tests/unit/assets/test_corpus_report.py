@@ -85,3 +85,19 @@ def corpus_rows_of_config():
 
     cfg = compose_config([])
     return corpus_rows(project_path(cfg.paths.data_dir), catalog_of(cfg))
+
+
+def test_csv_and_md_have_the_tables_columns_and_a_row_per_corpus(capsys):
+    import csv
+    import io
+
+    from grid.corpus_report import COLUMNS
+
+    assert corpus(["format=json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert corpus(["format=csv"]) == 0
+    read = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert list(read[0]) == list(COLUMNS) and [r["corpus"] for r in read] == [r["corpus"] for r in rows]
+    assert corpus(["format=md"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| " + " | ".join(COLUMNS) + " |" and len(lines) == 2 + len(rows)

@@ -65,3 +65,16 @@ def test_which_overrides_name_a_grid():
     assert names_a_grid(["experiment=final"])
     assert names_a_grid(["grid.levers=[van]"]) and names_a_grid(["+corpus.mine.path=/x.jsonl"])
     assert not names_a_grid(["paths.store=/data/results", "run.keep_invalid=true"])
+
+
+def test_csv_and_md_give_every_cell_one_row(tmp_path, capsys):
+    import csv
+    import io
+
+    measured, failed = own_store(tmp_path)
+    assert main(["status", f"paths.store={tmp_path}", "format=csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {r["label"]: r["status"] for r in rows} == {measured.label: "done", failed.label: "failed"}
+    assert main(["status", f"paths.store={tmp_path}", "format=md"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| label | key | status | attempts | last_error |" and len(lines) == 4
