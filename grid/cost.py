@@ -1,10 +1,11 @@
 """`plan`'s cost model. Pure.
 
-GPU-seconds of an engine group = (engine_start_s + sum over its cells of
+GPU-seconds of an engine group = (engine start + sum over its cells of
 output tokens / expected rate) x GPUs, where output tokens per cell =
 (num_prompts + warmup_requests) x max_tokens x output_fill. The rate is
-plan.rates[model], else the model's expected_tok_per_s, else plan.default_tok_per_s;
-each figure says which one it used.
+plan.rates[model], else the rate measured in the store (plan.measured_rates), else the
+model's expected_tok_per_s, else plan.default_tok_per_s; each figure says which one it
+used. The engine start is the measured one (plan.measured_start_s), else plan.engine_start_s.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def rate_for(model: ModelSpec, plan: PlanConfig) -> tuple[float, str]:
     """Expected output tok/s of one engine of `model`, and where the figure comes from."""
     if model.name in plan.rates:
         return plan.rates[model.name], "plan.rates override"
+    if model.name in plan.measured_rates:
+        return plan.measured_rates[model.name], "measured in the store"
     if model.expected_tok_per_s:
         return model.expected_tok_per_s, f"conf/model/{model.name}.yaml"
     return plan.default_tok_per_s, "plan.default_tok_per_s"
@@ -50,7 +53,8 @@ def cell_output_tokens(cell: Cell, plan: PlanConfig) -> float:
 def group_cost(group: EngineGroup, plan: PlanConfig) -> GroupCost:
     rate, source = rate_for(group.spec.model, plan)
     run_s = sum(cell_output_tokens(cell, plan) for cell in group.cells) / rate
-    return GroupCost(group, rate, source, plan.engine_start_s, run_s)
+    start_s = plan.measured_start_s.get(group.spec.model.name, plan.engine_start_s)
+    return GroupCost(group, rate, source, start_s, run_s)
 
 
 def launch_order(groups: list[EngineGroup], plan: PlanConfig) -> list[EngineGroup]:

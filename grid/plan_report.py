@@ -19,6 +19,7 @@ from grid.expand import expand_all, to_config
 from grid.plan import group_by_engine
 from grid.preflight import Inspection, check_config, inspect
 from grid.prompt_audit import corpus_rows
+from grid.store_costs import with_store_costs
 from vocab.console import make_console
 
 
@@ -33,6 +34,7 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
     """
     config = to_config(compose_config(overrides))
     check_config(config, command="plan")
+    config = with_store_costs(config)
     expansion = expand_all(config)
     groups = group_by_engine(expansion.cells)
     anchors = anchor_cells(config)
@@ -60,6 +62,10 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
                 "gpu_hours": sum(c.gpu_s for c in (*group_costs, *anchor_group_costs)) / 3600,
                 "rate_tok_per_s": first.rate_tok_per_s,
                 "rate_source": first.rate_source,
+                "engine_start_s": first.start_s,
+                "start_source": "measured in the store"
+                if model in config.plan.measured_start_s
+                else "plan.engine_start_s",
             }
         )
     phases = [anchor_groups[:1], launch_order(groups, config.plan), anchor_groups[1:]]
@@ -90,6 +96,7 @@ def gpu_hours_at(overrides: list[str], repeats: int) -> tuple[float, float]:
     config = to_config(
         compose_config([*overrides, f"grid.repeats={repeats}", "grid.sequential.enabled=false"])
     )
+    config = with_store_costs(config)
     cells = sum(group_cost(g, config.plan).gpu_s for g in group_by_engine(expand_all(config).cells))
     anchors = anchor_cells(config) or []
     anchor_s = sum(group_cost(g, config.plan).gpu_s for cell in anchors for g in group_by_engine([cell]))
@@ -230,10 +237,11 @@ def render_corpora(rows: list[dict[str, Any]], console: Console) -> None:
 
 def render_plan(summary: dict[str, Any], console: Console) -> None:
     table = Table(title=f"plan: experiment={summary['experiment']} cluster={summary['cluster']}")
-    for header in ("model", "GPUs", "launches", "cells", "GPU-h", "tok/s*"):
+    for header in ("model", "GPUs", "launches", "cells", "GPU-h", "tok/s*", "start s"):
         table.add_column(header, justify="left" if header == "model" else "right", no_wrap=True)
+    marks = {"measured in the store": " m"}
     for b in summary["bundles"]:
-        mark = "" if b["rate_source"].startswith("conf/model") else " †"
+        mark = marks.get(b["rate_source"], "" if b["rate_source"].startswith("conf/model") else " †")
         table.add_row(
             b["model"],
             str(b["gpus"]),
@@ -241,11 +249,13 @@ def render_plan(summary: dict[str, Any], console: Console) -> None:
             str(b["cells"]),
             f"{b['gpu_hours']:,.1f}",
             f"{b['rate_tok_per_s']:,.0f}{mark}",
+            f"{b['engine_start_s']:,.0f}{marks.get(b['start_source'], '')}",
         )
     console.print(table)
     console.print(
         "* expected output tok/s per engine: the model file's expected_tok_per_s; "
-        "† plan.rates or plan.default_tok_per_s"
+        "† plan.rates or plan.default_tok_per_s; m the median of the store's VALID cells of the model "
+        "(plan.from_store=false ignores them)"
     )
     anchor = summary["anchor_launches"]
     console.print(
@@ -304,6 +314,7 @@ def simulate_plan(overrides: list[str], console: Console | None = None) -> dict[
     console = console or make_console()
     config = to_config(compose_config(overrides))
     check_config(config, command="simulate")
+    config = with_store_costs(config)
     node_gpus = [node.gpus for node in config.cluster.nodes for _ in range(node.count)]
     if not node_gpus and not config.ray.use_gpus:
         # A local CPU run (cluster=local): this machine, one engine per ray.cpus_per_engine cores, as

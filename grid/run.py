@@ -360,7 +360,10 @@ def launch(
         # First: Ray's driver installs a SIGTERM handler of its own. A killed driver's agents go first.
         if swept := init_ray(config.ray):
             progress.console.print(f"ray: ended {len(swept)} agents a killed driver left (pids {swept})")
-        shown["planned_s"] = planned_wall_s(phases, config, in_flight_limit(config.ray))
+        from grid.store_costs import with_store_costs
+
+        planned = with_store_costs(config)  # this store's measured starts and rates, where it has them
+        shown["planned_s"] = planned_wall_s(phases, planned, in_flight_limit(config.ray))
         redraw()
         if leases is not None:
             leases.say = progress.console.print

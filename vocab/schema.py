@@ -406,6 +406,14 @@ class PlanConfig:
     )
     # Used when a model states no rate.
     default_tok_per_s: float = ranged(1000.0, lo=0, lo_open=True, why="plan divides by it")
+    # Take each model's engine start and rate from the store's VALID cells where it has measured
+    # them (grid/store_costs.py fills the two tables below): `plan.from_store=false` uses the
+    # figures above only. plan.rates still wins over a measured rate.
+    from_store: bool = True
+    measured_start_s: dict[str, float] = field(default_factory=dict, metadata=within(lo=0))
+    measured_rates: dict[str, float] = field(
+        default_factory=dict, metadata=within(lo=0, lo_open=True, why="plan divides by it")
+    )
 
 
 @dataclass
