@@ -183,9 +183,11 @@ def unplaceable(group: EngineGroup, ray_cfg: RayConfig) -> str | None:
 
 
 def in_flight_limit(ray_cfg: RayConfig) -> int:
-    """ray.max_in_flight, or what the cluster could hold at once when it is 0."""
+    """ray.max_in_flight, or what the cluster could hold at once when it is 0 (1 before Ray is up)."""
     if ray_cfg.max_in_flight > 0:
         return ray_cfg.max_in_flight
+    if not ray.is_initialized():
+        return 1
     resources = ray.cluster_resources()
     if ray_cfg.use_gpus:
         return max(1, int(resources.get("GPU", 0)))
