@@ -78,8 +78,13 @@ def test_the_page_has_per_corpus_figures_and_folds_the_raw_tables(synthetic_stor
     assert table.loc[("llama31_8b", "mix", "suffix", 8), ["n", "output_tok_per_s"]].tolist() == [3, 130.0]
 
 
-def test_a_store_alone_reports_every_cell_it_holds(synthetic_store, capsys):
+def test_a_store_alone_reports_every_cell_it_holds(synthetic_store, tmp_path, capsys):
     """Issue 31: `report paths.store=...` needs no grid; the experiment is a filter, not a must."""
+    import shutil
+
+    # A copy: the session's synthetic store is shared, and a report written into it would be kept
+    # (never overwritten by an empty one) where later tests expect to write theirs.
+    synthetic_store = shutil.copytree(synthetic_store, tmp_path / "store")
     assert main(["report", f"paths.store={synthetic_store}"]) == 0
     path = StoreLayout(synthetic_store).report_file("store")
     assert f"report: {path}" in capsys.readouterr().out
