@@ -321,7 +321,6 @@ def launch(
     outcomes: list[CellOutcome] = []
     started_s = time.monotonic()
     shown: dict[str, object] = {"latest": None, "now": [], "planned_s": 0.0}
-    phase_of: dict[str, str] = {}  # label -> the phase a log last said
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("runs", total=total)
 
@@ -331,17 +330,6 @@ def launch(
                            float(shown["planned_s"]))  # type: ignore[arg-type]  # fmt: skip
             line = progress_line(counts, shown["latest"], shown["now"], eta)  # type: ignore[arg-type]
             progress.update(task, completed=counts["done"], description=line)
-
-        def watch(now: list[dict[str, object]]) -> None:
-            shown["now"] = now
-            redraw()
-            if progress.console.is_terminal:
-                return
-            for record in now:  # a log has no live bar: one line per phase a running engine enters
-                label, phase = str(record["label"]), str(record["phase"])
-                if phase_of.get(label) != phase:
-                    phase_of[label] = phase
-                    progress.console.print(f"  {label}: {phase}", markup=False, highlight=False)
 
         def report(outcome: CellOutcome) -> None:
             last[outcome.cell_key] = outcome
@@ -369,9 +357,7 @@ def launch(
             leases.say = progress.console.print
         with stop_on_signals(stop, progress.console), leases.renewing() if leases else nullcontext():
             try:
-                outcomes = run_phases(
-                    phases, ctx, config.ray, config.run.max_attempts, report, stop, leases, watch
-                )
+                outcomes = run_phases(phases, ctx, config.ray, config.run.max_attempts, report, stop, leases)
             except Stopped as exc:
                 outcomes = exc.outcomes
     # The engines have ended: a signal now exits at once, saying so (a second one: "again").

@@ -17,7 +17,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,15 +31,10 @@ from grid.lease import CellLeases
 from grid.stop import Stop, Stopped
 from vocab.groups import EngineGroup
 from vocab.schema import RayConfig
-from workers import progress
 from workers.runner import CellOutcome, RunContext, record_interrupted, record_lost, run_group
 
 # How long one ray.wait blocks: the driver looks at its stop flag (Ctrl-C, SIGTERM) this often.
 WAIT_S = 0.5
-# How often the driver asks each in-flight worker what it is doing (the live bar, a log's phase lines),
-# and how long it waits for the answers.
-PROGRESS_S = 2.0
-PROGRESS_WAIT_S = 1.0
 # How long a stop waits for the cluster to kill actors or to let the driver go.
 CLEANUP_S = 10.0
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -51,10 +46,6 @@ class EngineWorker:
     def run(self, group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
         node_id = ray.get_runtime_context().get_node_id()
         return run_group(group, dataclasses.replace(ctx, node_id=node_id))
-
-    def progress(self) -> dict[str, object]:
-        """What `run` is doing now (answered while it runs: the actor takes two calls at once)."""
-        return progress.now()
 
 
 @dataclass
@@ -202,9 +193,6 @@ def start(launch: Launch, ctx: RunContext, ray_cfg: RayConfig, worker_cls: Any) 
         num_gpus=resources.get("GPU", 0),
         max_restarts=0,
         max_task_retries=0,
-        # run() and the driver's progress() polls at once (the engine's lifetime is the process's:
-        # PR_SET_PDEATHSIG follows the actor's own threads, which live as long as it does).
-        max_concurrency=2,
         scheduling_strategy=PlacementGroupSchedulingStrategy(launch.pg, placement_group_bundle_index=0),
     ).remote()
     launch.started_s = time.time()
@@ -240,7 +228,6 @@ def run_phases(
     on_outcome: Callable[[CellOutcome], None] = lambda _: None,
     stop: Stop | None = None,
     leases: CellLeases | None = None,
-    on_progress: Callable[[list[dict[str, object]]], None] | None = None,
 ) -> list[CellOutcome]:
     """Run the phases one after another (a phase starts when the previous one has settled).
 
@@ -257,7 +244,7 @@ def run_phases(
     outcomes: list[CellOutcome] = []
     for groups in phases:
         outcomes += _run_phase(
-            groups, ctx, ray_cfg, max_attempts, on_outcome, worker_cls, stop, outcomes, leases, on_progress
+            groups, ctx, ray_cfg, max_attempts, on_outcome, worker_cls, stop, outcomes, leases
         )
     return outcomes
 
@@ -272,13 +259,11 @@ def _run_phase(
     stop: Stop,
     earlier: list[CellOutcome],
     leases: CellLeases | None = None,
-    on_progress: Callable[[list[dict[str, object]]], None] | None = None,
 ) -> list[CellOutcome]:
     queue = deque(Launch(g, 1) for g in sorted(groups, key=lambda g: -g.gpus))
     in_flight: dict[Any, Launch] = {}
     outcomes: list[CellOutcome] = []
     limit = in_flight_limit(ray_cfg)
-    next_poll = 0.0
 
     def settle(launch: Launch, results: list[CellOutcome]) -> None:
         if leases is not None:
@@ -313,9 +298,6 @@ def _run_phase(
         stop.engines = len(in_flight)
         if not in_flight:
             continue
-        if on_progress is not None and time.monotonic() >= next_poll:
-            on_progress(poll_progress(in_flight.values()))
-            next_poll = time.monotonic() + PROGRESS_S
         ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=WAIT_S)
         for ref in ready:
             launch = in_flight.pop(ref)
@@ -328,21 +310,6 @@ def _run_phase(
     if stop:
         raise stop_now()
     return outcomes
-
-
-def poll_progress(launches: Iterable[Launch]) -> list[dict[str, object]]:
-    """What each in-flight worker says it is doing; a worker that does not answer within
-    PROGRESS_WAIT_S (busy starting, or lost: ray.wait tells that apart) is left out this time."""
-    refs = [launch.actor.progress.remote() for launch in launches if launch.actor is not None]
-    if not refs:
-        return []
-    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=PROGRESS_WAIT_S)
-    found = []
-    for ref in ready:
-        with contextlib.suppress(RayError):
-            if record := ray.get(ref):
-                found.append(record)
-    return found
 
 
 def within(seconds: float, work: Callable[[], None]) -> bool:

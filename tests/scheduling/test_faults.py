@@ -221,15 +221,3 @@ def test_concurrent_engines_on_one_host_get_distinct_ports(cluster, inputs, no_l
     spans = requests.groupby("lever").agg(start=("send_ns", "min"), end=("end_ns", "max"))
     van, suffix = spans.loc["van"], spans.loc["suffix"]
     assert van.start < suffix.end and suffix.start < van.end, "the two launches ran at the same time"
-
-
-def test_a_log_shows_each_running_engines_phases(cluster, inputs, no_leaks):
-    """Issue 31: a log (no live bar) says what each running engine is doing, polled from its worker."""
-    import io
-
-    log = io.StringIO()
-    console = Console(file=log, width=160)  # a file: not a terminal
-    overrides = stub_overrides(inputs, cluster, "+engine.env.STUB_DELAY_S=0.3", "grid.levers=[van]")
-    assert run(overrides, console) == 0
-    text = log.getvalue()
-    assert "  tiny/van/code_complete/r0: measured load" in text, text
