@@ -26,7 +26,7 @@ from vocab.cells import Cell, EngineSpec, drafts_from_history
 from vocab.errors import EngineError, GridError
 from vocab.groups import EngineGroup
 from vocab.schema import EquivalenceConfig, GateConfig
-from workers import cudagraph_log, dynk_log, engine_registry, metrics, progress, windows
+from workers import cudagraph_log, dynk_log, engine_registry, metrics, windows
 from workers.counters import ServerCounters, scrape
 from workers.engine import LOG_TAIL_LINES, Engine, exit_description, log_tail, new_endpoint
 from workers.engine_args import resettable, serve_argv, serve_env, served_name
@@ -90,16 +90,9 @@ DEATH_LOG_LINES = 5
 
 @dataclass
 class CellStage:
-    """What a cell was doing, for naming the stage in which its engine died (and for the driver's
-    live progress, workers/progress.py)."""
+    """What a cell was doing, for naming the stage in which its engine died."""
 
     name: str = "start of the cell"
-    label: str = ""
-
-    def enter(self, name: str) -> None:
-        self.name = name
-        if self.label:
-            progress.set_now(self.label, name)
 
 
 class EngineDied(EngineError):
@@ -341,7 +334,7 @@ def run_cell(
     # The engine's tree and this client on disjoint cores where the node has enough (workers/host.py).
     processes = engine_processes(engine)
     pins = apply_pins(processes, cell.load.pin_cpus)
-    stage.enter("warm-up")
+    stage.name = "warm-up"
     warmup = run_sync(run_load(target, plan.warmup, cell.load, phase="warmup")) if plan.warmup else []
     check_answers(engine, warmup, "warm-up")
     clock.lap("warmup")
@@ -354,7 +347,7 @@ def run_cell(
     # dynk's warm-up totals land in its log before the window opens (returns at once for other levers).
     dynk_offset = dynk_log.wait_for_idle_line(engine.log_path)
     # The measured load, from the counters read before it to the one after it.
-    stage.enter("measured load")
+    stage.name = "measured load"
     before = scrape(endpoint.base_url, endpoint.api_key)
     served.add(plan.measured, cell.corpus.name, cell.repeat)
     clock.lap("settle")
@@ -370,7 +363,7 @@ def run_cell(
     clock.lap("measure")
     measured_end = cudagraph_log.log_size(engine.log_path)
     delta = scrape(endpoint.base_url, endpoint.api_key).minus(before)
-    stage.enter("drain after the measured load")
+    stage.name = "drain after the measured load"
     summary = summarize(
         records,
         delta,
@@ -401,7 +394,7 @@ def run_cell(
     summary.update(cudagraph_log.columns_since(engine.log_path, log_offset, log_end))
     summary.update(dynk_log.columns_when_idle(engine.log_path, dynk_offset))
     clock.lap("drain")
-    stage.enter("logprob probe")
+    stage.name = "logprob probe"
     chosen = probe_prompts(corpus.prompts, ctx.gates.equivalence.probe_prompts)
     served.add(chosen, cell.corpus.name, cell.repeat)
     probe, probe_columns = run_cell_probe(target, chosen, ctx.gates.equivalence)
@@ -511,7 +504,6 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
     outcomes: list[CellOutcome] = []
     try:
         try:
-            progress.set_now(spec.label, "engine starting")
             ready_s = engine.start()
         except EngineError as exc:
             return [_fail(layout, ctx, cell, str(exc), log_tail(log_path)) for cell in group.cells]
@@ -535,7 +527,6 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
             if reset is not None and not reset.ok:
                 print(f"lever-grid: reset failed ({reset.problem}); relaunching the engine", file=sys.stderr)
                 try:
-                    progress.set_now(spec.label, "engine relaunching (reset failed)")
                     ready_s = engine.relaunch()
                 except EngineError as exc:
                     tail = log_tail(log_path)
@@ -602,11 +593,10 @@ def _run_and_store(
 ) -> CellOutcome:
     attempt_id = new_attempt_id(ctx.session_id)
     tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
-    stage = CellStage(label=cell.label)
-    stage.enter("start of the cell")
+    stage = CellStage()
     try:
         records, summary, probe = run_cell(cell, engine, ctx, served, stage)
-        stage.enter("storing of the cell")
+        stage.name = "storing of the cell"
         ensure_alive(engine)
         summary.update(cell.as_record(), engine_ready_s=ready_s, engine_version=version, **placement(ctx))
         summary.update(history)
