@@ -21,7 +21,9 @@ each launch so a run cut short keeps what it measured.
 
 Environment: CROSSCHECK_ROUNDS (pairs per launch, 4), CROSSCHECK_LAUNCHES (1),
 CROSSCHECK_OVERRIDES (config overrides, space-separated; the CPU default below),
-CROSSCHECK_SAMPLE_S (the watcher's interval, 0.2 s), CROSSCHECK_BUDGET_S (start
+CROSSCHECK_SAMPLE_S (the watcher's interval, 0.2 s), CROSSCHECK_PIN (auto: the
+engine's tree on some cores, this process and vllm bench, its child, on the
+others, as workers/host.py places a cell; off: no pinning), CROSSCHECK_BUDGET_S (start
 no launch that would, at the longest launch so far, end past this many seconds
 from the start; unset: no limit).
 """
@@ -51,14 +53,18 @@ from vocab.schema import LoadSpec
 from workers import metrics
 from workers.engine import Engine, new_endpoint
 from workers.engine_args import model_path, serve_argv, serve_env, served_name, tokenizer_path
+from workers.host import NODE_CPUS, apply_pins
 from workers.load import RequestRecord, Target, run_load, run_sync
 from workers.prompts import Prompt, load_corpus
-from workers.runner import engine_base_env
+from workers.runner import engine_base_env, engine_processes
 
 ROUNDS = int(os.environ.get("CROSSCHECK_ROUNDS", "4"))
 LAUNCHES = int(os.environ.get("CROSSCHECK_LAUNCHES", "1"))
 SAMPLE_S = float(os.environ.get("CROSSCHECK_SAMPLE_S", "0.2"))
 BUDGET_S = float(os.environ["CROSSCHECK_BUDGET_S"]) if os.environ.get("CROSSCHECK_BUDGET_S") else None
+# As a grid cell places them (load.pin_cpus): auto puts the engine's tree and both clients on
+# disjoint cores where the node has enough (workers/host.py); off leaves every process anywhere.
+PIN = os.environ.get("CROSSCHECK_PIN", "auto")
 # The CPU default; on GPUs set CROSSCHECK_OVERRIDES (space-separated), e.g. scripts/gpu/validate.sh.
 OVERRIDES = os.environ.get(
     "CROSSCHECK_OVERRIDES",
@@ -396,6 +402,7 @@ def run_launch(
         endpoint,
         tmp / f"engine-{index}.log",
         spec.engine.start_timeout_s,
+        cpus=NODE_CPUS,  # every core, whatever the last launch's client pin left this process
     )
     pairs: list[dict[str, Any]] = []
     with engine:
@@ -404,6 +411,17 @@ def run_launch(
         print(
             f"launch {index}: engine ready in {engine.ready_s:.0f} s; {len(prompts)} prompts, "
             f"max_tokens {load.max_tokens}, concurrency {load.concurrency}"
+        )
+        # vllm bench is this process's child, so it inherits the client's cores.
+        pins = apply_pins(engine_processes(engine), PIN)
+        print(
+            f"launch {index}: pinning {PIN}: "
+            + (
+                f"engine {proc_sample.affinity_text(list(pins.engine))}, "
+                f"clients {proc_sample.affinity_text(list(pins.client))}"
+                if pins.pinned
+                else pins.reason
+            )
         )
         target = Target(endpoint.base_url, endpoint.api_key, served_name(spec), "completions")
         harness_run(target, prompts[: load.concurrency], load)  # warm-up, not counted
@@ -455,6 +473,9 @@ def run_launch(
     launch: dict[str, Any] = {
         "launch": index,
         "ready_s": engine.ready_s,
+        "pin_mode": PIN,
+        "pinned": pins.pinned,
+        "pin_note": pins.reason or None,
         "affinity": {
             role: [proc_sample.affinity_text(list(a)) for a in sets] for role, sets in affinity.items()
         },
