@@ -206,9 +206,10 @@ class Watcher:
                 role = known[1] if known else classify(proc, self.roots["engine"], self.roots["client"])
                 found[proc.pid] = (proc, role)
                 self.seen[proc.pid] = role
-                if proc.pid not in self.affinity:
-                    with contextlib.suppress(psutil.Error, AttributeError):
-                        self.affinity[proc.pid] = sorted(proc.cpu_affinity() or [])
+                # Read again at every discovery, not once: a process first seen before it was pinned
+                # (an engine starting under the last launch's roots) kept its old set (H200, 2026-12-03).
+                with contextlib.suppress(psutil.Error, AttributeError):
+                    self.affinity[proc.pid] = sorted(proc.cpu_affinity() or [])
         self.procs = found
 
     def sample(self) -> None:
