@@ -8,9 +8,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, replace
+from pathlib import Path
 
 import pandas as pd
 from rich.console import Console
@@ -32,6 +33,7 @@ from grid.stop import Stop, Stopped
 from grid.verdicts import write_verdicts
 from store.atomic import write_json
 from store.layout import StoreLayout
+from store.phases import Phase, clear_phases, read_phases
 from store.read import connect
 from vocab.cells import stable_hash
 from vocab.console import make_console  # the terminal's width, or LOG_WIDTH in a log (also the tune's)
@@ -44,6 +46,9 @@ from workers.runner import CellOutcome, RunContext
 # run()s in progress in this process. Sequential looks and the held-out confirmation are runs inside a
 # run: only the outermost leaves the Ray cluster it started, so they all share one.
 _RUNS_IN_PROGRESS = 0
+# How often the driver reads what each engine is doing (store/phases.py): a local store, an object store.
+PHASE_POLL_S = 2.0
+REMOTE_PHASE_POLL_S = 10.0
 
 
 @contextmanager
@@ -246,6 +251,40 @@ def progress_line(counts: dict[str, int], latest: CellOutcome | None, now: list[
     return " | ".join([*parts, eta])
 
 
+class PhaseWatch:
+    """The driver's side of store/phases.py: every PHASE_POLL_S it reads what each engine is doing,
+    puts it in the bar and, where there is no live bar (a log), prints one line per new phase."""
+
+    def __init__(
+        self, ctx: RunContext, console: Console, shown: dict[str, object], redraw: Callable[[], None]
+    ) -> None:
+        self.ctx, self.console, self.shown, self.redraw = ctx, console, shown, redraw
+        # An object store is read less often: each look is a LIST and a GET per engine.
+        self.every_s = PHASE_POLL_S if isinstance(ctx.store_root, Path) else REMOTE_PHASE_POLL_S
+        self.last_s = 0.0
+        self.logged: set[tuple[str, str, float]] = set()
+
+    def __call__(self) -> None:
+        if time.monotonic() - self.last_s < self.every_s:
+            return
+        self.last_s = time.monotonic()
+        phases = read_phases(self.ctx.store_root, self.ctx.session_id)
+        self.shown["now"] = [asdict(p) for p in phases]
+        for phase in phases:
+            if (key := (phase.label, phase.phase, phase.since_s)) in self.logged:
+                continue
+            self.logged.add(key)
+            if not self.console.is_terminal:
+                self.console.print(phase_line(phase), soft_wrap=True)
+        self.redraw()
+
+
+def phase_line(phase: Phase) -> str:
+    """'phase tiny/van/code_complete/r0: measured load (since 12:03:41)', for a log."""
+    since = time.strftime("%H:%M:%S", time.localtime(phase.since_s))
+    return f"phase {phase.label}: {phase.phase} (since {since})"
+
+
 def eta_text(done: int, total: int, elapsed_s: float, planned_s: float) -> str:
     """'ETA 12 min': from the cells settled so far (elapsed per settled cell), before the first one
     from plan's cost model (grid/cost.py, over the cluster's engine slots)."""
@@ -355,11 +394,16 @@ def launch(
         redraw()
         if leases is not None:
             leases.say = progress.console.print
+        tick = PhaseWatch(ctx, progress.console, shown, redraw)
         with stop_on_signals(stop, progress.console), leases.renewing() if leases else nullcontext():
             try:
-                outcomes = run_phases(phases, ctx, config.ray, config.run.max_attempts, report, stop, leases)
+                outcomes = run_phases(
+                    phases, ctx, config.ray, config.run.max_attempts, report, stop, leases, on_tick=tick
+                )
             except Stopped as exc:
                 outcomes = exc.outcomes
+            finally:
+                clear_phases(ctx.store_root, ctx.session_id)  # a killed worker's file, if any
     # The engines have ended: a signal now exits at once, saying so (a second one: "again").
     with stop_on_signals(stop, console, measuring=False):
         try:

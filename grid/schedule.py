@@ -228,6 +228,7 @@ def run_phases(
     on_outcome: Callable[[CellOutcome], None] = lambda _: None,
     stop: Stop | None = None,
     leases: CellLeases | None = None,
+    on_tick: Callable[[], None] = lambda: None,
 ) -> list[CellOutcome]:
     """Run the phases one after another (a phase starts when the previous one has settled).
 
@@ -237,6 +238,8 @@ def run_phases(
     unfinished cells recorded as interrupted, and Stopped raised with every outcome.
     With `leases` (grid/lease.py) a group starts with only the cells this driver
     holds a lease on (other drivers measure the rest); its leases go when it settles.
+    `on_tick` is called after every wait for results (every WAIT_S at most), e.g. to read
+    what each engine is doing (store/phases.py).
     """
     init_ray(ray_cfg)
     worker_cls = ray.remote(EngineWorker)
@@ -244,7 +247,7 @@ def run_phases(
     outcomes: list[CellOutcome] = []
     for groups in phases:
         outcomes += _run_phase(
-            groups, ctx, ray_cfg, max_attempts, on_outcome, worker_cls, stop, outcomes, leases
+            groups, ctx, ray_cfg, max_attempts, on_outcome, worker_cls, stop, outcomes, leases, on_tick
         )
     return outcomes
 
@@ -259,6 +262,7 @@ def _run_phase(
     stop: Stop,
     earlier: list[CellOutcome],
     leases: CellLeases | None = None,
+    on_tick: Callable[[], None] = lambda: None,
 ) -> list[CellOutcome]:
     queue = deque(Launch(g, 1) for g in sorted(groups, key=lambda g: -g.gpus))
     in_flight: dict[Any, Launch] = {}
@@ -299,6 +303,7 @@ def _run_phase(
         if not in_flight:
             continue
         ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=WAIT_S)
+        on_tick()
         for ref in ready:
             launch = in_flight.pop(ref)
             try:

@@ -14,12 +14,14 @@ import time
 import traceback
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from store.fs import StorePath, StoreRoot
 from store.layout import MANIFEST, StoreLayout
+from store.phases import PhaseBoard
 from store.space import MIN_FREE_BYTES, store_problem
 from store.writer import utc_now, write_failed_attempt, write_ok_attempt
 from vocab.cells import Cell, EngineSpec, drafts_from_history
@@ -88,11 +90,26 @@ ENGINE_EXIT_GRACE_S = 3.0
 DEATH_LOG_LINES = 5
 
 
-@dataclass
-class CellStage:
-    """What a cell was doing, for naming the stage in which its engine died."""
+OnStage = Callable[[str], None]
 
-    name: str = "start of the cell"
+
+class CellStage:
+    """What a cell was doing, for naming the stage in which its engine died; each change goes to
+    `on_change` (the engine's phase file, store/phases.py, which the driver logs)."""
+
+    def __init__(self, name: str = "start of the cell", on_change: OnStage | None = None) -> None:
+        self._name = name
+        self.on_change = on_change
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = value
+        if self.on_change is not None:
+            self.on_change(value)
 
 
 class EngineDied(EngineError):
@@ -502,7 +519,9 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
     if (problem := store_problem(ctx.store_root, ctx.min_store_free_bytes)) is not None:
         return [CellOutcome(c.key, c.label, "", "failed", problem, stops_run=True) for c in group.cells]
     outcomes: list[CellOutcome] = []
+    board = PhaseBoard(ctx.store_root, ctx.session_id, stored_log.stem)
     try:
+        board.say(group.cells[0].label if group.cells else spec.key, "engine start")
         try:
             ready_s = engine.start()
         except EngineError as exc:
@@ -526,6 +545,7 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
                 reset = reset_engine(endpoint.base_url, endpoint.api_key)
             if reset is not None and not reset.ok:
                 print(f"lever-grid: reset failed ({reset.problem}); relaunching the engine", file=sys.stderr)
+                board.say(cell.label, "engine relaunch")
                 try:
                     ready_s = engine.relaunch()
                 except EngineError as exc:
@@ -545,11 +565,13 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
                 **suffix_cache_columns(spec, fresh=not earlier or (reset is not None and reset.ok)),
                 **reset_columns(reset),
             }
-            outcomes.append(_run_and_store(cell, engine, ctx, layout, ready_s, version, history, served))
+            stored = _run_and_store(cell, engine, ctx, layout, ready_s, version, history, served, board)
+            outcomes.append(stored)
             earlier.append(cell.corpus.name)
             if remote:  # the log so far, so a teammate can read it while the group runs
                 upload_log(log_path, stored_log)
     finally:
+        board.clear()
         engine.stop()
         if remote:
             upload_log(log_path, stored_log)
@@ -590,10 +612,11 @@ def _run_and_store(
     version: str | None,
     history: dict[str, Any],
     served: ServedPrompts,
+    board: PhaseBoard | None = None,
 ) -> CellOutcome:
     attempt_id = new_attempt_id(ctx.session_id)
     tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
-    stage = CellStage()
+    stage = CellStage(on_change=None if board is None else lambda name: board.say(cell.label, name))
     try:
         records, summary, probe = run_cell(cell, engine, ctx, served, stage)
         stage.name = "storing of the cell"

@@ -54,6 +54,16 @@ def test_run_succeeds_and_prints_the_table(store):
     assert "done 4, failed 0" in output
 
 
+def test_a_log_shows_each_engine_start_and_no_phase_file_is_left(store):
+    """Without a live bar (a log), the driver prints what each engine is doing (store/phases.py)."""
+    root, _, output = store
+    phases = [line for line in output.splitlines() if line.startswith("phase ")]
+    assert any(": engine start (since " in line for line in phases), output
+    # Phases come from the cells' own labels (model/lever/corpus/repeat).
+    assert all(line.split()[1].startswith("tiny/") for line in phases), phases
+    assert not list((root / "phases").glob("*/*.json"))
+
+
 def test_every_cell_row_and_the_session_carry_the_corpus_hash(store):
     """Issue 30: what each cell measured is named by content, the bytes `python -m assets` built."""
     from grid.compose import compose_config
