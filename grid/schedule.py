@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import re
 import threading
@@ -130,6 +131,17 @@ def sweep_agents(timeout_s: float = 5.0) -> list[int]:
     return [proc.pid for proc in procs]
 
 
+# Ray (2.5x+) logs "Token authentication is enabled for this Ray cluster" on starting a local cluster.
+TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
+
+
+def quiet_token_notice() -> None:
+    """Drop that notice for the local cluster this run starts: a stderr line through the live bar on
+    every run. Token auth stays on (Ray's default) and the cluster binds to loopback; a warning that
+    auth is *disabled*, on joining someone's cluster, is not touched (this is called for local only)."""
+    logging.getLogger(TOKEN_NOTICE_LOGGER).setLevel(logging.ERROR)
+
+
 def init_ray(ray_cfg: RayConfig) -> list[int]:
     """Join ray.address; else the job's cluster under `ray job submit`; else start a local one.
 
@@ -145,6 +157,8 @@ def init_ray(ray_cfg: RayConfig) -> list[int]:
     # A local cluster binds to loopback: it serves this machine only.
     local = {"_node_ip_address": "127.0.0.1"} if address == "local" else {}
     swept = sweep_agents() if address == "local" else []
+    if address == "local":
+        quiet_token_notice()
     ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False, **local)
     _STARTED = True
     return swept
