@@ -49,8 +49,17 @@ def share_line(cells: pd.DataFrame) -> str | None:
     parts = ", ".join(
         f"{name} {seconds:,.0f} s" for name, seconds in {"engine starts": starts, **phases}.items()
     )
+    unit, seconds = ("GPU", "GPU-s") if on_gpus(cells) else ("Engine", "engine-s")
     return (
-        f"GPU time inside measurement windows: {share['window_share']:.0%} "
-        f"({share['window_gpu_s']:,.0f} of {share['gpu_s']:,.0f} GPU-s over {share['cells_timed']} "
-        f"cells; {parts})"
+        f"{unit} time inside measurement windows: {share['window_share']:.0%} "
+        f"({share['window_gpu_s']:,.0f} of {share['gpu_s']:,.0f} {seconds} over "
+        f"{share['cells_timed']} cells; {parts})"
     )
+
+
+def on_gpus(cells: pd.DataFrame) -> bool:
+    """False only where the cells say they had none: no GPUs assigned (CUDA_VISIBLE_DEVICES unset)
+    and no GPU sampled, as on the CPU engine; cells stored without those columns count as GPU."""
+    if "cuda_visible_devices" not in cells.columns or cells["cuda_visible_devices"].notna().any():
+        return True
+    return "gpu_util_pct_mean" in cells.columns and bool(cells["gpu_util_pct_mean"].notna().any())

@@ -29,3 +29,13 @@ def test_window_share_weights_by_gpus_and_counts_engine_starts():
     assert share["window_share"] == pytest.approx((30 + 40) / 180)
     assert "GPU time inside measurement windows: 39%" in share_line(cells)
     assert share_line(pd.DataFrame({"window_s": [1.0]})) is None
+
+
+def test_cells_without_gpus_say_engine_time_not_gpu_time():
+    cells = pd.DataFrame(
+        {"window_s": [30.0], "phase_cell_s": [50.0], "engine_start_share_s": [50.0], "gpus": [1]}
+    )
+    cpu = cells.assign(cuda_visible_devices=[None], gpu_util_pct_mean=[None])
+    assert share_line(cpu).startswith("Engine time inside measurement windows: 30% (30 of 100 engine-s")
+    gpu = cells.assign(cuda_visible_devices=["0"], gpu_util_pct_mean=[80.0])
+    assert share_line(gpu).startswith("GPU time inside measurement windows: 30% (30 of 100 GPU-s")
