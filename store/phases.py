@@ -28,7 +28,7 @@ PHASES = "phases"
 
 @dataclass(frozen=True)
 class Phase:
-    label: str  # the cell's label, or the engine's spec while it starts
+    label: str  # the cell's label; while the engine starts, its group's first cell's
     phase: str  # "engine start", "warm-up", "measured load", ...
     since_s: float  # epoch seconds when the phase began
 
