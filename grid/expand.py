@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from omegaconf import DictConfig, OmegaConf
 
 from grid.catalog import Catalog, catalog_of
-from vocab.cells import REFERENCE_LEVER, Cell, EngineSpec, drafts_from_history
+from vocab.cells import REFERENCE_LEVER, Cell, EngineSpec, draft_hook, drafts_from_history
 from vocab.errors import ConfigError
 from vocab.schema import ClusterSpec, Config, CorpusSpec, GridSpec, LeverSpec, LoadSpec, ModelSpec
 
@@ -34,11 +34,13 @@ def to_config(cfg: DictConfig) -> Config:
     return obj
 
 
-ENGINE_REUSE = ("auto", "per_spec", "per_corpus")
+ENGINE_REUSE = ("auto", "per_spec", "per_corpus", "shared")
 
 
 def fresh_per_corpus(cell: Cell, grid: GridSpec) -> bool:
     """Whether this cell's corpus gets an engine of its own (grid.engine_reuse, grid.own_engine_corpora)."""
+    if grid.engine_reuse == "shared":
+        return False  # every cell starts on a reset engine
     if cell.corpus.name in grid.own_engine_corpora:
         return True
     if grid.engine_reuse == "auto":
@@ -93,6 +95,17 @@ def validate(config: Config) -> None:
         )
     if grid.repeats < 1:
         raise ConfigError(f"grid.repeats must be >= 1, got {grid.repeats}")
+    if grid.engine_reuse == "shared":
+        if grid.repeat_order != "interleaved":
+            raise ConfigError(
+                "grid.engine_reuse=shared places repeats on launches itself (grid.launches_per_argv); "
+                "use grid.repeat_order=interleaved"
+            )
+        if grid.launches_per_argv == 1:
+            raise ConfigError(
+                "grid.launches_per_argv=1 measures no launch-to-launch noise; use 0 (a launch per repeat) "
+                "or at least 2"
+            )
     for name in ("concurrency", "max_tokens", "num_prompts"):
         if getattr(config.load, name) < 1:
             raise ConfigError(f"load.{name} must be >= 1, got {getattr(config.load, name)}")
@@ -211,10 +224,60 @@ def expand_all(config: Config, catalog: Catalog | None = None) -> Expansion:
         for c in cells
     ]
     cells += van_replicates(cells, config, corpora)
+    if grid.engine_reuse == "shared":
+        cells = shared_blocks(cells, shared_launches(grid))
     keys = [c.key for c in cells]
     if len(set(keys)) != len(keys):
         raise ConfigError("two cells have the same key; the grid lists the same combination twice")
     return Expansion(cells, skipped)
+
+
+def check_one_lever_per_hook(group: list[Cell]) -> None:
+    """Two levers with one draft hook (two dynk K sets) would need two settings in one engine."""
+    by_hook: dict[str, set[str]] = {}
+    for cell in group:
+        if (hook := draft_hook(cell.engine_spec.lever)) is not None:
+            by_hook.setdefault(hook, set()).add(cell.engine_spec.lever.name)
+    for hook, names in by_hook.items():
+        if len(names) > 1:
+            raise ConfigError(
+                f"levers {', '.join(sorted(names))} both run draft hook '{hook}' at the same engine "
+                "arguments; one shared launch holds one setting per hook: use grid.engine_reuse=per_spec, "
+                "or drop one"
+            )
+
+
+def shared_launches(grid: GridSpec) -> int:
+    """Launches per argv under engine_reuse=shared: grid.launches_per_argv, at most one per repeat."""
+    return min(grid.repeats, grid.launches_per_argv or grid.repeats)
+
+
+def shared_blocks(cells: list[Cell], launches: int) -> list[Cell]:
+    """engine_reuse=shared: cells of one argv in blocks on `launches` launches per argv.
+
+    Repeat r runs on launch r mod `launches` (a van replicate on launch -1, apart
+    from the van cells it repeats). In a launch, a block is one corpus and prompt
+    draw (repeat), each lever of the launch once; the levers' order alternates
+    between blocks (A B, B A, ...), so drift within the launch falls on each lever
+    alike. Launches stay in the order their first cell had; blocks in repeat, then
+    corpus order.
+    """
+    launched = [replace(c, shared=True, launch=-1 if c.replicate else c.repeat % launches) for c in cells]
+    by_launch: dict[tuple[str, int], list[Cell]] = {}
+    for cell in launched:
+        by_launch.setdefault((cell.launch_key, cell.launch), []).append(cell)
+    out: list[Cell] = []
+    for group in by_launch.values():
+        levers = list(dict.fromkeys(c.engine_spec.lever.name for c in group))
+        check_one_lever_per_hook(group)
+        blocks: dict[tuple[int, str], list[Cell]] = {}
+        for cell in sorted(group, key=lambda c: c.repeat):
+            blocks.setdefault((cell.repeat, cell.corpus.name), []).append(cell)
+        for index, block in enumerate(blocks.values()):
+            order = levers if index % 2 == 0 else levers[::-1]
+            block.sort(key=lambda c: order.index(c.engine_spec.lever.name))
+            out.extend(replace(c, block=index) for c in block)
+    return out
 
 
 def expand(config: Config, catalog: Catalog | None = None) -> list[Cell]:

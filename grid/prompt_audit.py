@@ -114,6 +114,8 @@ def audit_groups(
     for group in groups:
         served = ServedPrompts()
         for cell in group.cells:
+            if group.resets:  # reset to fresh before the cell (workers/runner.py: ready_for_cell)
+                served = ServedPrompts()
             spec = cell.corpus
             corpus = corpora[corpus_key(spec)].corpus
             if corpus is None:

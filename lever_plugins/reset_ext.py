@@ -13,7 +13,12 @@ What is reset, with nothing in flight:
   by a new, empty cache at the settings of the one it replaces;
 - the decision state of an installed draft hook (dynk's acceptance estimate
   and last drafts; kpad keeps none), through the hook's `reset_decisions`,
-  leaving its cumulative counters (the harness reads their deltas per window).
+  leaving its cumulative counters (the harness reads their deltas per window);
+- on a shared launch (lever_plugins/switch.py), the draft hook the next cell
+  runs: `lever_reset_drafter("kpad")` selects kpad, "dynk" dynk, "suffix" none.
+An engine without a drafter (van on a shared launch) has nothing of its own
+to reset: the call answers `reset: true` with no suffix cache, and the prefix
+cache, reset by the harness, is its only memory of earlier cells.
 vLLM's prefix cache lives in the scheduler, not the worker: the harness resets
 it through `POST /reset_prefix_cache`.
 
@@ -47,6 +52,15 @@ def empty_like(cache: Any) -> Any:
     return type(cache)(max_tree_depth=cache.max_tree_depth, max_cached_requests=cache.max_cached_requests)
 
 
+def active_hook_name(hook: Any, drafter: Any) -> str | None:
+    """Which drafts the engine serves: the switch's active hook, a fixed hook, "suffix", or None."""
+    if drafter is None:
+        return None
+    if hook is None:
+        return "suffix"
+    return str(getattr(hook, "active", hook.name))
+
+
 class ResetExtension:
     """Methods mixed into vLLM's worker; reached with collective_rpc by name."""
 
@@ -59,28 +73,44 @@ class ResetExtension:
         cache = getattr(drafter, "suffix_cache", None)
         from lever_plugins.proposer_patch import installed_hook
 
-        hook = installed_hook()
+        hook = installed_hook() if drafter is not None else None
         return {
             "runner_requests": len(getattr(runner, "requests", {}) or {}),
             "drafter": type(drafter).__name__ if drafter is not None else None,
             "suffix_cache": cache_state(cache) if cache is not None else None,
             "hook": getattr(hook, "name", None),
+            # The hook that shapes drafts now: the switch's active one, else the installed hook's name.
+            "active_hook": active_hook_name(hook, drafter),
         }
 
-    def lever_reset_drafter(self) -> dict[str, Any]:
-        """Empty the suffix cache and the hook's decisions; refuse while requests are in the runner."""
+    def lever_reset_drafter(self, hook_name: str | None = None) -> dict[str, Any]:
+        """Empty the suffix cache and the hook's decisions, select `hook_name` on a shared launch;
+        refuse while requests are in the runner."""
         before = self.lever_drafter_state()
         if before["runner_requests"]:
             return {"reset": False, "error": "requests in flight", "before": before, "after": before}
         drafter = getattr(self.model_runner, "drafter", None)
+        if drafter is None:
+            if hook_name:
+                error = f"draft hook {hook_name!r} asked of an engine without a drafter"
+                return {"reset": False, "error": error, "before": before, "after": before}
+            return {"reset": True, "error": None, "before": before, "after": before}
         cache = getattr(drafter, "suffix_cache", None)
         if cache is None:
             error = f"no suffix_cache on the drafter ({before['drafter']})"
             return {"reset": False, "error": error, "before": before, "after": before}
-        drafter.suffix_cache = empty_like(cache)
         from lever_plugins.proposer_patch import installed_hook
 
         hook = installed_hook()
+        if hook_name is not None:
+            if not hasattr(hook, "select"):
+                error = f"draft hook {hook_name!r} asked, but the engine has no switch (LEVER_SWITCH=1)"
+                return {"reset": False, "error": error, "before": before, "after": before}
+            try:
+                hook.select(hook_name)
+            except ValueError as exc:
+                return {"reset": False, "error": str(exc), "before": before, "after": before}
+        drafter.suffix_cache = empty_like(cache)
         if hook is not None and hasattr(hook, "reset_decisions"):
             hook.reset_decisions()
         after = self.lever_drafter_state()

@@ -75,6 +75,32 @@ def drafts_from_history(lever: LeverSpec) -> bool:
     return lever.spec_method in HISTORY_METHODS
 
 
+# Draft hooks the switch plugin (lever_plugins/switch.py) selects between cells, by the plugin a
+# lever requires (None: plain suffix decoding), and the environment each may set.
+SWITCH_HOOKS = {None: "suffix", "kpad": "kpad", "dynk": "dynk"}
+HOOK_ENV_PREFIXES = {"suffix": (), "kpad": ("LEVER_KPAD",), "dynk": ("LEVER_DYNK",)}
+# Lever fields that reach the engine only through the draft hook's environment (or not at all):
+# levers differing only in these launch with the same argv and can share one engine.
+_HOOK_ONLY_LEVER_FIELDS = ("name", "description", "ks", "dynamic_ks", "requires_plugin", "env")
+
+
+def draft_hook(lever: LeverSpec) -> str | None:
+    """The switch plugin's hook for this lever's drafts, or None when it cannot share a launch.
+
+    suffix, bestkpad (kpad) and dynk: suffix decoding whose drafts a plugin
+    reshapes inside vLLM. A lever whose environment sets anything besides its
+    own plugin's settings changes the engine for every lever on it, so it keeps
+    a launch of its own.
+    """
+    if lever.spec_method != "suffix" or lever.requires_plugin not in SWITCH_HOOKS:
+        return None
+    hook = SWITCH_HOOKS[lever.requires_plugin]
+    prefixes = HOOK_ENV_PREFIXES[hook]
+    if any(not (prefixes and name.startswith(prefixes)) for name in lever.env):
+        return None
+    return hook
+
+
 @dataclass(frozen=True)
 class EngineSpec:
     """What one `vllm serve` launch is: cells that share it run on one engine."""
@@ -100,6 +126,28 @@ class EngineSpec:
         lever = f"{self.lever.name}-k{self.k}" if self.k else self.lever.name
         return f"{self.model.name}/{lever}"
 
+    @property
+    def shared_key(self) -> str:
+        """The launch this spec shares with others of the same argv (grid.engine_reuse=shared).
+
+        suffix K, bestkpad K and dynk with max K = K differ only in their draft
+        hook: they get one key. Every other spec keeps its own (its `key`).
+        """
+        if draft_hook(self.lever) is None:
+            return self.key
+        lever = asdict(self.lever)
+        for name in _HOOK_ONLY_LEVER_FIELDS:
+            lever.pop(name)
+        return stable_hash(
+            {
+                "shared": True,
+                "model": asdict(self.model),
+                "lever": lever,
+                "k": self.k,
+                "engine": engine_identity(self.engine),
+            }
+        )
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -116,6 +164,16 @@ class Cell:
     # True for the second greedy van run of the same prompts on a fresh engine,
     # the equivalence gate's noise floor (grid/expand.py: van_replicates).
     replicate: bool = False
+    # grid.engine_reuse=shared (scheduling, not in the key): the launch is shared by every spec of
+    # its argv (EngineSpec.shared_key) and reset to fresh before each cell; `block` numbers the
+    # cell's block in its launch (the levers of one corpus and prompt draw, in balanced order).
+    shared: bool = False
+    block: int | None = None
+
+    @property
+    def launch_key(self) -> str:
+        """The engine launch this cell runs on, with `launch`: its spec's, or the shared one."""
+        return self.engine_spec.shared_key if self.shared else self.engine_spec.key
 
     @property
     def key(self) -> str:

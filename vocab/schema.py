@@ -328,10 +328,19 @@ class GridSpec:
     # CPU engine: a corpus served after another drafted with 1.7-4.5% lower
     # acceptance, benchmarks/engine_reuse.py), per_spec for the rest. Cells
     # record the corpora their engine served before them (engine_earlier_corpora).
-    engine_reuse: str = one_of("auto", "auto", "per_spec", "per_corpus")
-    # Corpora that always get an engine of their own, whatever engine_reuse
-    # says: `mix` is drawn from the other corpora, so after them on one engine
-    # its measured prompts would not be new (grid/prompt_audit.py checks).
+    # shared: one launch per (model, argv) and repeat group runs every lever of
+    # that argv (suffix K, bestkpad K, dynk with max K = K; van and w4a4 alone)
+    # in blocks: per corpus and prompt draw, each lever once, in ABBA order,
+    # the engine reset to fresh (suffix tree, draft hook, prefix cache) before
+    # every cell (docs/reset.md, lever_plugins/switch.py).
+    engine_reuse: str = one_of("auto", "auto", "per_spec", "per_corpus", "shared")
+    # engine_reuse=shared: launches per argv, repeat r on launch r mod this; 0 = one per repeat
+    # (each repeat independent, as the decision rule assumes). 1 is refused: one launch measures
+    # no launch-to-launch noise.
+    launches_per_argv: int = ranged(0, lo=0)
+    # Corpora that always get an engine of their own, except under engine_reuse=shared (whose
+    # reset makes every cell's prompts new to the engine): `mix` is drawn from the other corpora,
+    # so after them on one engine its measured prompts would not be new (grid/prompt_audit.py checks).
     own_engine_corpora: list[str] = field(default_factory=lambda: ["mix"])
     anchor: AnchorSpec = field(default_factory=AnchorSpec)
     confirm: ConfirmSpec = field(default_factory=ConfirmSpec)

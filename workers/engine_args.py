@@ -8,12 +8,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vocab.cells import EngineSpec, drafts_from_history
+from vocab.cells import HOOK_ENV_PREFIXES, EngineSpec, draft_hook, drafts_from_history
+from vocab.groups import EngineGroup
 
 # Loaded into every drafting engine's workers: resets the suffix cache between cells
 # (lever_plugins/reset_ext.py), reached through vLLM's dev-mode /collective_rpc (workers/reset.py).
 RESET_EXTENSION = "lever_plugins.reset_ext.ResetExtension"
 DEV_MODE_ENV = "VLLM_SERVER_DEV_MODE"
+# A shared launch's draft hooks are chosen between cells (lever_plugins/switch.py); the levers'
+# own switches would install a fixed hook instead.
+SWITCH_ENV = "LEVER_SWITCH"
+HOOK_SWITCHES = ("LEVER_KPAD", "LEVER_DYNK")
 
 
 @dataclass(frozen=True)
@@ -103,16 +108,42 @@ def compilation_config(spec: EngineSpec) -> dict | None:
     return compilation or None
 
 
-def resettable(spec: EngineSpec) -> bool:
+def resettable(spec: EngineSpec, shared: bool = False) -> bool:
     """Whether the launch loads the reset extension and serves vLLM's dev endpoints (docs/reset.md).
 
     Every lever that drafts from the engine's history (suffix, bestkpad, dynk):
-    its cells share one argv, so the extension does not tell them apart.
+    its cells share one argv, so the extension does not tell them apart. Under
+    grid.engine_reuse=shared (`shared`) every launch does, van too: its prefix
+    cache is reset between cells.
     """
-    return drafts_from_history(spec.lever)
+    return shared or drafts_from_history(spec.lever)
 
 
-def serve_argv(spec: EngineSpec, endpoint: Endpoint, models_dir: Path) -> list[str]:
+def launch_argv(group: EngineGroup, endpoint: Endpoint, models_dir: Path) -> list[str]:
+    """argv of the group's launch: its spec's, every spec of a shared launch having the same."""
+    return serve_argv(group.spec, endpoint, models_dir, shared=group.shared)
+
+
+def launch_env(group: EngineGroup, base_env: dict[str, str], cache_dir: Path) -> dict[str, str]:
+    """Environment of the group's launch: its spec's; a shared launch's holds every lever's hook
+    settings and the switch (LEVER_SWITCH=1) in place of the levers' own switches."""
+    if not group.shared:
+        return serve_env(group.spec, base_env, cache_dir)
+    env = serve_env(group.spec, base_env, cache_dir, shared=True)
+    if group.switches_hook:
+        for name in [n for n in group.spec.lever.env if n in env]:
+            del env[name]
+        for cell in group.cells:
+            lever = cell.engine_spec.lever
+            prefixes = HOOK_ENV_PREFIXES[draft_hook(lever) or "suffix"]
+            env.update({k: expand_placeholders(v) for k, v in lever.env.items() if k.startswith(prefixes)})
+        for name in HOOK_SWITCHES:
+            env.pop(name, None)
+        env[SWITCH_ENV] = "1"
+    return env
+
+
+def serve_argv(spec: EngineSpec, endpoint: Endpoint, models_dir: Path, shared: bool = False) -> list[str]:
     """Full argv of one launch: engine command, model, lever, engine settings."""
     engine, model, lever = spec.engine, spec.model, spec.lever
     argv = [expand_placeholders(part) for part in engine.command]
@@ -135,12 +166,14 @@ def serve_argv(spec: EngineSpec, endpoint: Endpoint, models_dir: Path) -> list[s
         argv += ["--speculative-config", json.dumps(spec_cfg, sort_keys=True)]
     if (compilation := compilation_config(spec)) is not None:
         argv += ["--compilation-config", json.dumps(compilation, sort_keys=True)]
-    if resettable(spec):
+    if resettable(spec, shared):
         argv += ["--worker-extension-cls", RESET_EXTENSION]
     return argv + list(model.extra_args) + list(lever.extra_args) + list(engine.extra_args)
 
 
-def serve_env(spec: EngineSpec, base_env: dict[str, str], cache_dir: Path) -> dict[str, str]:
+def serve_env(
+    spec: EngineSpec, base_env: dict[str, str], cache_dir: Path, shared: bool = False
+) -> dict[str, str]:
     """Environment of one launch: offline, caches under cache_dir, engine and lever settings."""
     env = dict(base_env)
     env.update(
@@ -159,7 +192,7 @@ def serve_env(spec: EngineSpec, base_env: dict[str, str], cache_dir: Path) -> di
     )
     env.update({k: expand_placeholders(v) for k, v in spec.engine.env.items()})
     env.update({k: expand_placeholders(v) for k, v in spec.lever.env.items()})
-    if resettable(spec):
+    if resettable(spec, shared):
         # /collective_rpc and /reset_prefix_cache exist only in dev mode; they do not ask for
         # --api-key (docs/reset.md): the engine listens on 127.0.0.1 only.
         env[DEV_MODE_ENV] = "1"

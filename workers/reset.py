@@ -1,9 +1,11 @@
 """Reset a drafting engine to fresh between cells, over HTTP (docs/reset.md).
 
 Two calls, with nothing in flight:
-1. `POST /collective_rpc {"method": "lever_reset_drafter"}`: every worker's
-   reset extension (lever_plugins/reset_ext.py) replaces its suffix cache with
-   an empty one at the same settings and clears the draft hook's decisions;
+1. `POST /collective_rpc {"method": "lever_reset_drafter", "args": [hook]}`: every
+   worker's reset extension (lever_plugins/reset_ext.py) replaces its suffix cache
+   with an empty one at the same settings and clears the draft hook's decisions;
+   on a shared launch (grid.engine_reuse=shared) it also selects the draft hook
+   the next cell runs (suffix, kpad or dynk: lever_plugins/switch.py);
 2. `POST /reset_prefix_cache`: the scheduler drops every cached KV block.
 Both exist only when the engine runs with VLLM_SERVER_DEV_MODE=1
 (workers/engine_args.py). A reset is good only if both answered and every
@@ -38,6 +40,12 @@ class ResetReport:
     def ok(self) -> bool:
         return self.problem is None
 
+    @property
+    def active_hook(self) -> str | None:
+        """The draft hook the workers left active (one name if they agree), None without a drafter."""
+        names = {(w.get("after") or {}).get("active_hook") for w in self.workers if isinstance(w, dict)}
+        return names.pop() if len(names) == 1 else None
+
     def left(self) -> dict[str, int]:
         """Summed over workers, what the reset left: cached and active requests, tree sequences."""
         totals = {"cached_requests": 0, "active_requests": 0, "global_tree_seqs": 0, "runner_requests": 0}
@@ -68,6 +76,7 @@ class ResetReport:
                 "engine_reset_found_json",
                 "engine_reset_left_json",
                 "engine_reset_problem",
+                "draft_hook",
             )
         )
 
@@ -79,6 +88,7 @@ class ResetReport:
             "engine_reset_found_json": json.dumps(self.found(), sort_keys=True) if self.workers else None,
             "engine_reset_left_json": json.dumps(self.left(), sort_keys=True) if self.workers else None,
             "engine_reset_problem": self.problem,
+            "draft_hook": self.active_hook,
         }
 
 
@@ -97,8 +107,8 @@ def post(base_url: str, path: str, api_key: str, body: dict | None, timeout_s: f
     return json.loads(text) if text.strip() else {}
 
 
-def worker_problem(workers: list[dict[str, Any]]) -> str | None:
-    """Why the workers' answers do not show an empty cache, or None."""
+def worker_problem(workers: list[dict[str, Any]], hook: str | None = None) -> str | None:
+    """Why the workers' answers do not show an empty cache (and `hook` active where asked), or None."""
     if not workers:
         return "no worker answered lever_reset_drafter"
     for rank, worker in enumerate(workers):
@@ -111,19 +121,25 @@ def worker_problem(workers: list[dict[str, Any]]) -> str | None:
         if any(left.values()) or after.get("runner_requests"):
             runner = after.get("runner_requests")
             return f"worker {rank} left state after the reset: {left}, runner_requests={runner}"
+        if hook is not None and after.get("active_hook") != hook:
+            return f"worker {rank} runs draft hook {after.get('active_hook')!r} after the reset, not {hook!r}"
     return None
 
 
-def reset_engine(base_url: str, api_key: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> ResetReport:
-    """Reset the drafter and the prefix cache; a report whose `problem` is None if the engine is fresh."""
+def reset_engine(
+    base_url: str, api_key: str, timeout_s: float = DEFAULT_TIMEOUT_S, hook: str | None = None
+) -> ResetReport:
+    """Reset the drafter and the prefix cache, selecting `hook` on a shared launch (None: keep the
+    launch's own); a report whose `problem` is None if the engine is fresh."""
     start = time.perf_counter()
     report = ResetReport(problem=None)
+    body: dict[str, Any] = {"method": RESET_METHOD, "timeout": timeout_s}
+    if hook is not None:
+        body["args"] = [hook]  # vLLM passes only strings through (serve/dev/rpc/api_router.py)
     try:
-        answer = post(
-            base_url, "/collective_rpc", api_key, {"method": RESET_METHOD, "timeout": timeout_s}, timeout_s
-        )
+        answer = post(base_url, "/collective_rpc", api_key, body, timeout_s)
         report.workers = list(answer.get("results") or []) if isinstance(answer, dict) else []
-        if (problem := worker_problem(report.workers)) is None:
+        if (problem := worker_problem(report.workers, hook)) is None:
             prefix = post(base_url, "/reset_prefix_cache", api_key, None, timeout_s)
             report.prefix_cache_reset = bool(prefix.get("success")) if isinstance(prefix, dict) else False
             if not report.prefix_cache_reset:

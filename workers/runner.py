@@ -24,14 +24,14 @@ from store.layout import MANIFEST, StoreLayout
 from store.phases import PhaseBoard
 from store.space import MIN_FREE_BYTES, store_problem
 from store.writer import utc_now, write_failed_attempt, write_ok_attempt
-from vocab.cells import Cell, EngineSpec, drafts_from_history
+from vocab.cells import Cell, EngineSpec, draft_hook, drafts_from_history
 from vocab.errors import EngineError, GridError
 from vocab.groups import EngineGroup
 from vocab.schema import EquivalenceConfig, GateConfig
 from workers import cudagraph_log, dynk_log, engine_registry, metrics, windows
 from workers.counters import ServerCounters, scrape
 from workers.engine import LOG_TAIL_LINES, Engine, exit_description, log_tail, new_endpoint
-from workers.engine_args import resettable, serve_argv, serve_env, served_name
+from workers.engine_args import launch_argv, launch_env, served_name
 from workers.engine_log import read_effective_config
 from workers.engine_tree import (
     API_SERVER,
@@ -409,7 +409,11 @@ def run_cell(
     # The first table logged after the measured requests holds their last steps (the probe comes after).
     log_end = cudagraph_log.wait_for_table(engine.log_path, measured_end, flush_s) if tables else None
     summary.update(cudagraph_log.columns_since(engine.log_path, log_offset, log_end))
-    summary.update(dynk_log.columns_when_idle(engine.log_path, dynk_offset))
+    # On a shared launch the dynk hook's lines go on while other levers run: only a dynk cell reads them.
+    if cell.engine_spec.lever.requires_plugin == "dynk":
+        summary.update(dynk_log.columns_when_idle(engine.log_path, dynk_offset))
+    else:
+        summary.update(dynk_log.EMPTY_COLUMNS)
     clock.lap("drain")
     stage.name = "logprob probe"
     chosen = probe_prompts(corpus.prompts, ctx.gates.equivalence.probe_prompts)
@@ -442,10 +446,10 @@ def suffix_cache_columns(spec: EngineSpec, fresh: bool) -> dict[str, Any]:
     return {"suffix_cache_fresh": fresh, "suffix_cache_settings": json.dumps(settings, sort_keys=True)}
 
 
-def reset_columns(reset: ResetReport | None) -> dict[str, Any]:
+def reset_columns(reset: ResetReport | None, relaunched: bool = False) -> dict[str, Any]:
     """What the reset before this cell found and left; engine_relaunched when it failed (docs/reset.md)."""
     columns = ResetReport.empty_columns() if reset is None else reset.columns()
-    return {**columns, "engine_relaunched": None if reset is None else not reset.ok}
+    return {**columns, "engine_relaunched": None if reset is None else relaunched or not reset.ok}
 
 
 def logs_cudagraph_tables(spec: EngineSpec) -> bool:
@@ -471,14 +475,16 @@ def run_cell_probe(
     return rows, {"probe_prompts": len(chosen), "probe_positions": len(rows), "probe_error": None}
 
 
-def missing_plugin(spec: EngineSpec, log_path: Path) -> str | None:
+def missing_plugin(group: EngineGroup, log_path: Path) -> str | None:
     """Why a lever's plugin is not active in the started engine, or None when it is.
 
     vLLM logs a plugin that fails to import and starts anyway, so a lever
     would silently measure plain suffix decoding. The plugin logs
-    `lever_plugins <name>: wrapped ...` once it is in place (lever_plugins/proposer_patch.py).
+    `lever_plugins <name>: wrapped ...` once it is in place (lever_plugins/proposer_patch.py);
+    on a shared launch that is the switch (lever_plugins/switch.py), whatever its levers.
     """
-    name = spec.lever.requires_plugin
+    spec = group.spec
+    name = "switch" if group.switches_hook else spec.lever.requires_plugin
     if name is None:
         return None
     text = log_path.read_text(errors="replace") if log_path.is_file() else ""
@@ -489,6 +495,68 @@ def missing_plugin(spec: EngineSpec, log_path: Path) -> str | None:
         "(no 'wrapped' line in its log); install this project into the engine's Python "
         "(pip install -e .) so vLLM finds its `vllm.general_plugins` entry point"
     )
+
+
+@dataclass
+class LaunchState:
+    """What one engine launch has been through, as the cells of its group run on it."""
+
+    ready_s: float
+    # Corpora its cells sent since the engine started (or was relaunched), reset or not.
+    earlier: list[str] = field(default_factory=list)
+    # Prompts sent since the engine was last fresh (started, relaunched or reset).
+    served: ServedPrompts = field(default_factory=ServedPrompts)
+    first_index: int = 0  # the group's first cell on this engine (a relaunch starts a new one)
+
+
+def ready_for_cell(
+    group: EngineGroup, index: int, engine: Engine, launch: LaunchState, board: PhaseBoard
+) -> dict[str, Any]:
+    """Bring the engine to the state cell `index` starts from; return the cell's history columns.
+
+    A drafting engine that served earlier cells is reset to fresh (docs/reset.md);
+    a shared launch is reset before every cell, selecting the cell's draft hook
+    (lever_plugins/switch.py). A reset that fails relaunches the engine (and
+    selects the hook on it); EngineError when that fails too.
+    """
+    cell = group.cells[index]
+    lever = cell.engine_spec.lever
+    endpoint = engine.endpoint
+    hook = draft_hook(lever) if group.switches_hook else None
+    reset, relaunched = None, False
+    if group.resets and (launch.earlier or hook is not None):
+        reset = reset_engine(endpoint.base_url, endpoint.api_key, hook=hook)
+    if reset is not None and not reset.ok:
+        print(f"lever-grid: reset failed ({reset.problem}); relaunching the engine", file=sys.stderr)
+        board.say(cell.label, "engine relaunch")
+        launch.ready_s = engine.relaunch()
+        launch.earlier, launch.served, launch.first_index, relaunched = [], ServedPrompts(), index, True
+        if hook is not None:  # the relaunched engine starts on plain suffix decoding
+            reset = reset_engine(endpoint.base_url, endpoint.api_key, hook=hook)
+            if not reset.ok:
+                raise EngineError(
+                    f"draft hook '{hook}' not selected on the relaunched engine: {reset.problem}"
+                )
+    elif reset is not None:
+        launch.served = ServedPrompts()  # its prefix cache and suffix tree hold nothing it was sent
+    history = {
+        # Suffix decoding's tree remembers earlier outputs: say what this engine served before.
+        "engine_earlier_corpora": ",".join(launch.earlier) or None,
+        "engine_cell_index": index,
+        # Its share of the launch's start, for where the GPU time went: a relaunch's start is
+        # shared by the cells left to it (the first launch's, planned for all, then reads low).
+        "engine_start_share_s": launch.ready_s / (len(group.cells) - launch.first_index),
+        "gpus": group.spec.model.tp,
+        **suffix_cache_columns(cell.engine_spec, fresh=not launch.earlier or bool(reset and reset.ok)),
+        **reset_columns(reset, relaunched),
+        "engine_shared": group.shared,
+        "engine_levers": ",".join(group.levers),
+        "block": cell.block,
+    }
+    # The hook that shaped this cell's drafts: what the reset left, else the lever's own.
+    if history["draft_hook"] is None and drafts_from_history(lever):
+        history["draft_hook"] = draft_hook(lever) or lever.name
+    return history
 
 
 def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
@@ -506,8 +574,8 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
     for line in engine_registry.sweep(registry_dir):
         print(f"lever-grid: {line}", file=sys.stderr, flush=True)
     engine = Engine(
-        serve_argv(spec, endpoint, ctx.models_dir),
-        serve_env(spec, engine_base_env(), ctx.cache_dir),
+        launch_argv(group, endpoint, ctx.models_dir),
+        launch_env(group, engine_base_env(), ctx.cache_dir),
         endpoint,
         log_path,
         spec.engine.start_timeout_s,
@@ -526,12 +594,10 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
             ready_s = engine.start()
         except EngineError as exc:
             return [_fail(layout, ctx, cell, str(exc), log_tail(log_path)) for cell in group.cells]
-        if (missing := missing_plugin(spec, log_path)) is not None:
+        if (missing := missing_plugin(group, log_path)) is not None:
             return [_fail(layout, ctx, cell, missing, log_tail(log_path)) for cell in group.cells]
         version = engine_version(endpoint.base_url, endpoint.api_key)
-        earlier: list[str] = []
-        served = ServedPrompts()
-        launch_first = 0  # the first cell of the current launch (a relaunch starts a new one)
+        launch = LaunchState(ready_s)
         for index, cell in enumerate(group.cells):
             if lost := engine.lost():
                 code = engine.exit_code()
@@ -539,35 +605,18 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
                 error = f"engine died earlier in this launch ({names(lost)} gone{how})"
                 outcomes.append(_fail(layout, ctx, cell, error, log_tail(log_path)))
                 continue
-            # A drafting engine that served earlier cells is reset to fresh, or relaunched (docs/reset.md).
-            reset = None
-            if earlier and resettable(spec):
-                reset = reset_engine(endpoint.base_url, endpoint.api_key)
-            if reset is not None and not reset.ok:
-                print(f"lever-grid: reset failed ({reset.problem}); relaunching the engine", file=sys.stderr)
-                board.say(cell.label, "engine relaunch")
-                try:
-                    ready_s = engine.relaunch()
-                except EngineError as exc:
-                    tail = log_tail(log_path)
-                    outcomes += [_fail(layout, ctx, c, str(exc), tail) for c in group.cells[index:]]
-                    break
-                earlier, served, launch_first = [], ServedPrompts(), index
-            history = {
-                # Suffix decoding's tree remembers earlier outputs: say what this engine served before.
-                "engine_earlier_corpora": ",".join(earlier) or None,
-                "engine_launch_id": log_path.stem,
-                "engine_cell_index": index,
-                # Its share of the launch's start, for where the GPU time went: a relaunch's start is
-                # shared by the cells left to it (the first launch's, planned for all, then reads low).
-                "engine_start_share_s": ready_s / (len(group.cells) - launch_first),
-                "gpus": spec.model.tp,
-                **suffix_cache_columns(spec, fresh=not earlier or (reset is not None and reset.ok)),
-                **reset_columns(reset),
-            }
-            stored = _run_and_store(cell, engine, ctx, layout, ready_s, version, history, served, board)
+            try:
+                history = ready_for_cell(group, index, engine, launch, board)
+            except EngineError as exc:
+                tail = log_tail(log_path)
+                outcomes += [_fail(layout, ctx, c, str(exc), tail) for c in group.cells[index:]]
+                break
+            history["engine_launch_id"] = log_path.stem
+            stored = _run_and_store(
+                cell, engine, ctx, layout, launch.ready_s, version, history, launch.served, board
+            )
             outcomes.append(stored)
-            earlier.append(cell.corpus.name)
+            launch.earlier.append(cell.corpus.name)
             if remote:  # the log so far, so a teammate can read it while the group runs
                 upload_log(log_path, stored_log)
     finally:

@@ -11,6 +11,12 @@ and vLLM's dev endpoints as the harness loads them (workers/engine_args.py):
 `reset` must equal `fresh` in outputs and in vLLM's own draft, acceptance and
 prefix-cache counters; `stale` must differ from it (what the test would catch
 if the reset did nothing).
+
+Then one shared launch (issue 29 item 2: LEVER_SWITCH=1, lever_plugins/switch.py)
+serves other prompts and then the cell once per draft hook, each after a reset
+that selects it (dynk, kpad, suffix): each must equal the fresh cell of that
+lever's own launch, whose counters differ from lever to lever (so a hook left
+unswitched would be caught).
 """
 
 from __future__ import annotations
@@ -36,11 +42,12 @@ SUFFIX_K8 = {"method": "suffix", "num_speculative_tokens": 8}
 LEVERS: dict[str, tuple[dict, dict[str, str]]] = {
     "suffix": (SUFFIX_K8, {}),
     "bestkpad": (SUFFIX_K8, {"LEVER_KPAD": "1"}),
-    "dynk": (
-        {"method": "suffix", "num_speculative_tokens": 12},
-        {"LEVER_DYNK": "1", "LEVER_DYNK_KS": "4,6,12"},
-    ),
+    # At K=8 (max K), so the shared launch below holds all three levers at one argv.
+    "dynk": (SUFFIX_K8, {"LEVER_DYNK": "1", "LEVER_DYNK_KS": "4,6,8"}),
 }
+# The shared launch's environment (workers/engine_args.launch_env): the switch, dynk's K set.
+SWITCH_ENV = {"LEVER_SWITCH": "1", "LEVER_DYNK_KS": "4,6,8"}
+HOOKS = {"dynk": "dynk", "bestkpad": "kpad", "suffix": "suffix"}
 # vLLM's counters that must match between a fresh and a reset engine.
 COMPARED = (
     "generation_tokens",
@@ -125,6 +132,35 @@ def run_lever(name: str, work_dir: Path) -> LeverRun:
     return LeverRun(fresh, stale, reset, report, rpc_status, v1_status)
 
 
+@dataclass
+class SwitchedCell:
+    report: ResetReport
+    cell: Cell
+
+
+def run_switched(work_dir: Path) -> tuple[dict[str, SwitchedCell], str]:
+    """One launch, other prompts first, then the cell under each lever's hook; and the engine log."""
+    extra = ("--worker-extension-cls", RESET_EXTENSION)
+    out = {}
+    with running_engine("switch", SUFFIX_K8, {**SWITCH_ENV, DEV_MODE_ENV: "1"}, work_dir, extra) as engine:
+        prompts = cell_prompts()
+        for prompt in other_prompts():
+            complete(engine, prompt, MAX_TOKENS)
+        for lever, hook in HOOKS.items():
+            report = reset_engine(engine.endpoint.base_url, engine.endpoint.api_key, hook=hook)
+            out[lever] = SwitchedCell(report, run_cell(engine, prompts))
+        log = engine.log_path.read_text(errors="replace")
+    return out, log
+
+
+@pytest.fixture(scope="module")
+def switched(tmp_path_factory) -> tuple[dict[str, SwitchedCell], str]:
+    cells, log = run_switched(tmp_path_factory.mktemp("switch_engine"))
+    for lever, run in cells.items():
+        print(f"switch {lever}: {run.cell.compared()} (hook {run.report.active_hook})")
+    return cells, log
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, LeverRun]:
     work_dir = tmp_path_factory.mktemp("reset_engine")
@@ -173,3 +209,30 @@ def test_dev_endpoints_do_not_ask_for_the_api_key(runs):
     run = runs["suffix"]
     assert run.unauthenticated_v1_status == 401
     assert run.unauthenticated_rpc_status == 200
+
+
+def test_the_shared_launch_runs_the_switch():
+    """No engine needed: the entry point is what vLLM loads (pip install -e . registers it)."""
+    from importlib.metadata import entry_points
+
+    names = {ep.name: ep.value for ep in entry_points(group="vllm.general_plugins")}
+    assert names.get("switch") == "lever_plugins.switch:register"
+
+
+@pytest.mark.parametrize("lever", list(HOOKS))
+def test_a_switched_hook_on_a_reset_shared_engine_drafts_as_the_levers_own_launch(runs, switched, lever):
+    cells, log = switched
+    run = cells[lever]
+    assert "lever_plugins switch: wrapped" in log
+    assert run.report.ok, run.report.problem
+    assert run.report.active_hook == HOOKS[lever]
+    assert run.cell.outputs == runs[lever].fresh.outputs
+    assert run.cell.compared() == runs[lever].fresh.compared()
+
+
+def test_the_hooks_draft_differently_so_a_wrong_hook_would_be_caught(runs):
+    fresh = {lever: runs[lever].fresh.compared() for lever in HOOKS}
+    assert fresh["suffix"] != fresh["bestkpad"] != fresh["dynk"] != fresh["suffix"]
+    # kpad pads every draft to K: 8 draft tokens per draft exactly.
+    kpad = runs["bestkpad"].fresh.delta
+    assert kpad.spec_draft_tokens == 8 * kpad.spec_drafts

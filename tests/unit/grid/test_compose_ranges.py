@@ -58,7 +58,7 @@ BAD_VALUES = [
     ("+plan.rates.tiny=0", "plan.rates.tiny must be > 0, got 0.0 (plan divides by it)"),
     (
         "grid.engine_reuse=sometimes",
-        "grid.engine_reuse must be one of auto, per_spec, per_corpus, got 'sometimes'",
+        "grid.engine_reuse must be one of auto, per_spec, per_corpus, shared, got 'sometimes'",
     ),
     (
         "engine.dtype=fp7",

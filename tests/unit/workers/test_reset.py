@@ -9,7 +9,7 @@ from grid.compose import compose_config
 from grid.expand import expand, to_config
 from grid.plan import group_by_engine
 from workers.engine_args import DEV_MODE_ENV, RESET_EXTENSION, Endpoint, serve_argv, serve_env
-from workers.reset import ResetReport, worker_problem
+from workers.reset import ResetReport, reset_engine, worker_problem
 
 
 def worker(after_cached: int = 0, runner_requests: int = 0, reset: bool = True) -> dict:
@@ -52,3 +52,33 @@ def test_drafting_levers_load_the_extension_and_dev_mode_others_do_not():
         drafts = group.spec.lever.spec_method == "suffix"
         assert (RESET_EXTENSION in argv) == drafts, group.spec.lever.name
         assert (env.get(DEV_MODE_ENV) == "1") == drafts, group.spec.lever.name
+
+
+def test_a_reset_asks_for_the_cells_hook_and_fails_when_another_is_left_active(monkeypatch):
+    """Shared launches (lever_plugins/switch.py): the hook travels as vLLM's string args."""
+    sent = []
+
+    def answer(active):
+        def post(base_url, path, api_key, body, timeout_s):
+            sent.append((path, body))
+            if path == "/collective_rpc":
+                done = worker()
+                done["after"]["active_hook"] = active
+                return {"results": [done]}
+            return {"success": True}
+
+        return post
+
+    monkeypatch.setattr("workers.reset.post", answer("kpad"))
+    report = reset_engine("http://x", "k", hook="kpad")
+    assert report.ok and report.active_hook == "kpad" and report.columns()["draft_hook"] == "kpad"
+    assert sent[0] == (
+        "/collective_rpc",
+        {"method": "lever_reset_drafter", "timeout": 30.0, "args": ["kpad"]},
+    )
+    monkeypatch.setattr("workers.reset.post", answer("suffix"))
+    report = reset_engine("http://x", "k", hook="dynk")
+    assert not report.ok and "runs draft hook 'suffix' after the reset, not 'dynk'" in report.problem
+    sent.clear()
+    monkeypatch.setattr("workers.reset.post", answer("suffix"))
+    assert reset_engine("http://x", "k").ok and "args" not in sent[0][1]  # a launch of one lever
