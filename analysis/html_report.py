@@ -13,7 +13,7 @@ import math
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis import figures
+from analysis import blocks, figures, variance
 from analysis.confirmation import confirmation_words
 from analysis.gpu_time import share_line
 from analysis.sessions import session_summary
@@ -130,6 +130,25 @@ def _folded(summary: str, body: str) -> str:
     return f"<details><summary>{html.escape(summary)}</summary>{body}</details>"
 
 
+def launch_sections(measured: pd.DataFrame) -> list[str]:
+    """The variance components per model and lever and, where levers shared a launch, the
+    paired-by-block ratios; nothing for a store whose cells record no engine launch."""
+    if "engine_launch_id" not in measured or not measured["engine_launch_id"].notna().any():
+        return []
+    components = variance.variance_components(measured)
+    parts = ["<h2>Variance components</h2>"]
+    if components.empty:
+        return [*parts, f"<p class='note'>{html.escape(components.attrs.get('note', 'none'))}</p>"]
+    shown = pd.DataFrame(variance.display_rows(components), columns=variance.DISPLAY_HEADERS)
+    parts += [f"<p class='note'>{html.escape(variance.DISPLAY_NOTE)}.</p>", table_html(shown)]
+    pairs = blocks.paired_by_block(measured)
+    if not pairs.empty:
+        shown = pd.DataFrame(blocks.display_rows(pairs), columns=blocks.PAIR_HEADERS)
+        parts += ["<h3>Paired by block</h3>", f"<p class='note'>{html.escape(blocks.PAIR_NOTE)}.</p>"]
+        parts.append(table_html(shown))
+    return parts
+
+
 def _answers(study: Study) -> str:
     if study.final.empty:
         return "<p>No cells measured yet.</p>"
@@ -146,7 +165,8 @@ def _answers(study: Study) -> str:
 
 
 def render_report(study: Study, title: str) -> str:
-    """The whole page: answers in words, Table 1, Figures 1-3, best K, drift, sessions, equivalence."""
+    """The whole page: answers in words, Table 1, Figures 1-3, best K, drift, variance components (where
+    cells record their launch), sessions, equivalence."""
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in study.notes) or "<li>none</li>"
     # The selection's intervals are at the study's confidence (above 90% under sequential looks);
     # the held-out confirmation's stay at 90% (its own single look).
@@ -180,6 +200,7 @@ def render_report(study: Study, title: str) -> str:
         "spread of their anchor means if larger (analysis/drift.py).</p>",
         table_html(study.drift, DRIFT_COLUMNS),
         _figure(figures.anchor_drift(study.drift), "Figure 3"),
+        *launch_sections(study.measured),
         "<h2>Sessions</h2>",
         _folded(
             f"{len(study.sessions)} session fingerprints (hosts, GPUs, versions)",

@@ -17,6 +17,7 @@ from typing import TextIO
 import pandas as pd
 from rich.console import Console
 
+from analysis import blocks, variance
 from analysis.decision import judge
 from analysis.drift import drift_band, session_drift
 from analysis.load import cell_label, invalid_left_out, left_out
@@ -191,6 +192,58 @@ def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[s
             )
     for line in frame.attrs.get("left_out", []) if left is None else left:
         console.print(line, markup=False, highlight=False)
+    render_launch_tables(frame, console)
+
+
+VARIANCE_COLUMNS = [
+    Col("model", "left"),
+    Col("lever", "left"),
+    Col("K"),
+    *(Col(header, no_wrap=False) for header in variance.DISPLAY_HEADERS[3:8]),
+    Col("missing because", "left", no_wrap=False, fold=True, want=16),
+]
+PAIR_COLUMNS = [
+    Col("model", "left"),
+    Col("launch config", "left", no_wrap=False),
+    Col("lever / reference", "left", no_wrap=False),
+    Col("ratio [95% CI]", "left", no_wrap=False, want=16),
+    Col("blocks"),
+    Col("launches"),
+]
+
+
+def launch_tables(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """(analysis.variance's components, analysis.blocks' paired-by-block ratios) of latest_cells'
+    `frame`; None when no cell records its engine launch (a store written before launches were)."""
+    if "engine_launch_id" not in frame or not frame["engine_launch_id"].notna().any():
+        return None
+    cells = frame.drop_duplicates("cell_key") if "cell_key" in frame else frame
+    return variance.variance_components(cells), blocks.paired_by_block(cells)
+
+
+def render_launch_tables(frame: pd.DataFrame, console: Console) -> None:
+    """The variance components per model and lever and, where levers shared launches, the
+    paired-by-block ratios; nothing for a store whose cells record no engine launch."""
+    tables = launch_tables(frame)
+    if tables is None:
+        return
+    components, pairs = tables
+    if components.empty:
+        console.print(f"variance components: {components.attrs.get('note', 'none')}")
+    else:
+        rows = variance.display_rows(components)
+        print_table(console, "variance components: ln out tok/s", VARIANCE_COLUMNS, rows, ["missing because"])
+        console.print(variance.DISPLAY_NOTE, markup=False, highlight=False)
+    if not pairs.empty:
+        rows = blocks.display_rows(pairs)
+        title = "paired by block (levers sharing a launch)"
+        print_table(console, title, PAIR_COLUMNS, rows, ["launch config"])
+        console.print(blocks.PAIR_NOTE, markup=False, highlight=False)
+
+
+def _records(table: pd.DataFrame) -> list[dict]:
+    """A table as JSON records (NaN as null, tuples as lists)."""
+    return json.loads(table.to_json(orient="records"))
 
 
 # `python -m grid summary format=json|csv`: one record per cell, these fields (null where the
@@ -238,7 +291,9 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
 def export(frame: pd.DataFrame, fmt: str, out: TextIO) -> None:
     """Write latest_cells' `frame` to `out` as JSON ({"cells": [...], "left_out": [...]}), CSV
     (a header, then one row per cell; the cells left out go to stderr, one line each) or Markdown
-    (`md`: a pipe table, then the cells left out as a list)."""
+    (`md`: a pipe table, then the cells left out as a list). Where the cells record their engine
+    launch, JSON adds "variance_components" and "paired_by_block" (launch_tables' rows) and Markdown
+    their tables; CSV stays one table."""
     table = export_frame(frame)
     left = list(frame.attrs.get("left_out", []))
     if fmt == "csv":
@@ -246,12 +301,22 @@ def export(frame: pd.DataFrame, fmt: str, out: TextIO) -> None:
         for line in left:
             print(line, file=sys.stderr)
         return
+    launches = launch_tables(frame)
     if fmt == "md":  # a table to paste into an issue or a PR; the cells left out listed below it
         out.write(markdown_table(list(table.columns), table.itertuples(index=False)))
         out.write("".join(f"\n- {line}" for line in left) + ("\n" if left else ""))
+        if launches is not None and not launches[0].empty:
+            out.write("\nvariance components: ln out tok/s\n\n")
+            out.write(markdown_table(variance.DISPLAY_HEADERS, variance.display_rows(launches[0])))
+        if launches is not None and not launches[1].empty:
+            out.write("\npaired by block (levers sharing a launch)\n\n")
+            out.write(markdown_table(blocks.PAIR_HEADERS, blocks.display_rows(launches[1])))
         return
-    cells = json.loads(table.to_json(orient="records"))
-    json.dump({"cells": cells, "left_out": left}, out, indent=2)
+    document: dict[str, object] = {"cells": _records(table), "left_out": left}
+    if launches is not None:  # only a store whose cells record their engine launch
+        document["variance_components"] = _records(launches[0])
+        document["paired_by_block"] = _records(launches[1])
+    json.dump(document, out, indent=2)
     out.write("\n")
 
 

@@ -58,7 +58,7 @@ def cells_frame(design: Design = Design(), seed: int = 0) -> pd.DataFrame:
                         noise = u_session + u_launch + e_block + rng.normal(0, design.sd_lever)
                         row = {
                             "session_id": session,
-                            "cell_key": f"s{s}g{g}l{launch}b{block}-{lever}",
+                            "cell_key": f"{design.model}-s{s}g{g}l{launch}b{block}-{lever}",
                             "engine_launch_id": f"e{g}-{launch}",
                             "model": design.model,
                             "corpus": corpus,
@@ -74,11 +74,13 @@ def cells_frame(design: Design = Design(), seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def write_store(root, design: Design = Design(), seed: int = 0):
-    """cells_frame's cells written through store.writer, one ok attempt each; returns `root`."""
+def write_store(root, design: Design = Design(), seed: int = 0, first: int = 0):
+    """cells_frame's cells written through store.writer, one ok attempt each; returns `root`.
+
+    `first`: the first attempt number (another design written into the same store needs its own)."""
     layout = StoreLayout(root)
     frame = cells_frame(design, seed)
-    for n, row in enumerate(frame.to_dict("records")):
+    for n, row in enumerate(frame.to_dict("records"), start=first):
         summary = {k: v for k, v in row.items() if k not in ("session_id", "cell_key", "valid")}
         write_cell(layout, row["session_id"], n, row["cell_key"], summary)
     return root
