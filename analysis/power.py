@@ -22,15 +22,33 @@ session and repeat index), and how often a naive rule keeps it (point ratio
 The noise figures are options: `--sigma-van 0.075 --sigma-lever 0.2 --gain 0.24`
 gives the rates on a machine whose own repeats spread that much (the H200 tune
 of 2026-12-01, docs/benchmarks/2026-12-01-h200-tune.md).
+
+`--store PATH [--model NAME] [--lever suffix-k8]` takes van's and the lever's sigmas from the
+store's variance components (analysis/variance.py) instead, and says which figure came from where.
+The mapping: a run here is one measured cell whose noise is independent of every other run's, as
+in the grid's interleaved repeats, where each repeat of a cell is a launch of its own (van never
+shares a launch with a drafting lever: their argv differ). So a run's sigma is the component
+analysis.variance calls per-run, sqrt(sd_block^2 + sd_launch^2): block to block inside a launch
+plus launch to launch inside a session. The between-session component is left out: van and the
+lever are paired within a session, so a session's level cancels in their ratio, and what moves
+within a session is the anchor drift, which stays SIGMA_DRIFT (not a variance component). Where
+blocks of one launch are the repeats, this reads high (their launch term is shared): the advice
+is conservative then. A sigma the store cannot estimate (one launch only, no VALID cells, no
+launch ids) keeps its default, said so. Without --lever, the drafting configuration with the
+largest measured per-run sd is used (the repeats must suffice for the noisiest lever).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
+from analysis.blocks import config_label
 from analysis.decision import CONFIDENCE, judge
 from analysis.drift import DRIFT_FACTOR
 
@@ -143,6 +161,62 @@ def table(rates: list[Rates], seed: int = SEED, noise: Noise = Noise()) -> str:
     return "\n".join(lines)
 
 
+def _measured(row: pd.Series) -> str:
+    return (
+        f"measured: {row['model']} {config_label(row['lever'], row['k'])} per-run sd, "
+        f"n={row['n_blocks']} blocks on {row['n_launches']} launches, df {row['df_run']:.0f}"
+    )
+
+
+def store_sigmas(
+    components: pd.DataFrame, model: str, lever: str | None, fallback: Noise = Noise()
+) -> tuple[float, float, list[str]]:
+    """(van's sigma, the lever's sigma, one line each saying where it came from) for `model`.
+
+    From analysis.variance's per-run sd (module doc); `fallback`'s (the options', by default
+    SIGMA_VAN and SIGMA_LEVER) where the store cannot estimate it. `lever`: a configuration label
+    (suffix-k8), or None for the drafting configuration with the largest measured per-run sd.
+    """
+    rows = components[components["model"] == model]
+    labels = [config_label(lv, k) for lv, k in zip(rows["lever"], rows["k"], strict=True)]
+    rows = rows.assign(label=labels)
+    van_rows = rows[rows["lever"] == "van"]
+    van, default_van = fallback.van, f"default {fallback.van:.1%} (--sigma-van)"
+    if van_rows.empty:
+        van_words = f"{default_van}: no VALID van cells of {model} with a launch id"
+    elif math.isnan(van_rows.iloc[0]["sd_run"]):
+        van_words = f"{default_van}: not measurable ({van_rows.iloc[0]['notes']})"
+    else:
+        van = float(van_rows.iloc[0]["sd_run"])
+        van_words = f"{van:.1%} {_measured(van_rows.iloc[0])}"
+    levers = rows[rows["lever"] != "van"] if lever is None else rows[rows["label"] == lever]
+    measured = levers[levers["sd_run"].notna()]
+    chosen, default_lever = fallback.lever, f"default {fallback.lever:.1%} (--sigma-lever)"
+    if levers.empty:
+        which = lever or "other than van"
+        lever_words = f"{default_lever}: no VALID cells of {model} {which} with a launch id"
+    elif measured.empty:
+        lever_words = f"{default_lever}: not measurable ({levers.iloc[0]['notes']})"
+    else:
+        row = measured.loc[measured["sd_run"].idxmax()]
+        chosen = float(row["sd_run"])
+        pick = "" if lever is not None else " (the largest of its drafting configurations)"
+        lever_words = f"{chosen:.1%} {_measured(row)}{pick}"
+    return van, chosen, [f"van sigma: {van_words}", f"lever sigma: {lever_words}"]
+
+
+def components_from_store(path: str) -> pd.DataFrame:
+    """analysis.variance's table of the store at `path` (a URL, or a path relative to the cwd)."""
+    from analysis.load import measured_cells
+    from analysis.variance import variance_components
+    from store.fs import is_url
+    from store.read import connect
+    from vocab.paths import store_path
+
+    root = store_path(path if is_url(path) else str(Path(path).resolve()))
+    return variance_components(measured_cells(connect(root)))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=DRAWS)
@@ -153,13 +227,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gain", type=float, default=GAIN, help="the real gain whose power is measured")
     parser.add_argument("--no-anchor", action="store_true", help="sessions without a drift anchor (band 0)")
     parser.add_argument("--max-n", type=int, default=max(NS), help="the largest number of repeats tried")
+    parser.add_argument("--store", help="take van's and the lever's sigmas from this store (module doc)")
+    parser.add_argument("--model", help="with --store: the model (needed when the store has several)")
+    parser.add_argument("--lever", help="with --store: the lever configuration, e.g. suffix-k8")
     args = parser.parse_args(argv)
     figures = (args.sigma_van, args.sigma_lever, args.sigma_drift)
     if min(figures) < 0 or args.gain <= 0 or args.max_n < 2:
         parser.error("sigmas must be >= 0, --gain > 0 (0.1 is +10 %) and --max-n >= 2")
-    noise = Noise(args.sigma_van, args.sigma_lever, args.sigma_drift, args.gain, not args.no_anchor)
+    sigma_van, sigma_lever, sources = args.sigma_van, args.sigma_lever, []
+    if args.store is not None:
+        components = components_from_store(args.store)
+        models = sorted(set(components["model"]))
+        model = args.model or (models[0] if len(models) == 1 else None)
+        if model is None:
+            why = components.attrs.get("note") if not models else f"it has {', '.join(models)}"
+            parser.error(f"--model NAME: which model of {args.store} ({why})")
+        fallback = Noise(args.sigma_van, args.sigma_lever)
+        sigma_van, sigma_lever, sources = store_sigmas(components, model, args.lever, fallback)
+        drift = f"drift sigma: {args.sigma_drift:.1%} (--sigma-drift; the anchors' drift, not a component)"
+        sources = [f"noise from {args.store}, model {model}:", *sources, drift, ""]
+    noise = Noise(sigma_van, sigma_lever, args.sigma_drift, args.gain, not args.no_anchor)
     ns = tuple(range(2, args.max_n + 1))
-    print(table(simulate(ns, args.draws, args.seed, noise), args.seed, noise))
+    print("\n".join([*sources, table(simulate(ns, args.draws, args.seed, noise), args.seed, noise)]))
     return 0
 
 
