@@ -24,6 +24,8 @@ class GroupCost:
     rate_source: str
     start_s: float
     run_s: float
+    # The measured loads' share of run_s (warm-up and the engine's start are the rest).
+    measured_s: float = 0.0
 
     @property
     def wall_s(self) -> float:
@@ -50,11 +52,17 @@ def cell_output_tokens(cell: Cell, plan: PlanConfig) -> float:
     return (load.num_prompts + load.warmup_requests) * load.max_tokens * plan.output_fill
 
 
+def cell_measured_tokens(cell: Cell, plan: PlanConfig) -> float:
+    """Output tokens of the cell's measured load alone (its window, ramp and drain included)."""
+    return cell.load.num_prompts * cell.load.max_tokens * plan.output_fill
+
+
 def group_cost(group: EngineGroup, plan: PlanConfig) -> GroupCost:
     rate, source = rate_for(group.spec.model, plan)
     run_s = sum(cell_output_tokens(cell, plan) for cell in group.cells) / rate
+    measured_s = sum(cell_measured_tokens(cell, plan) for cell in group.cells) / rate
     start_s = plan.measured_start_s.get(group.spec.model.name, plan.engine_start_s)
-    return GroupCost(group, rate, source, start_s, run_s)
+    return GroupCost(group, rate, source, start_s, run_s, measured_s)
 
 
 def launch_order(groups: list[EngineGroup], plan: PlanConfig) -> list[EngineGroup]:

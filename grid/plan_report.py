@@ -103,6 +103,53 @@ def gpu_hours_at(overrides: list[str], repeats: int) -> tuple[float, float]:
     return cells / 3600, anchor_s / 3600
 
 
+REUSE_MODES = ("auto", "per_spec", "shared")
+
+
+def reuse_modes(overrides: list[str]) -> list[dict[str, Any]]:
+    """The same cells under each grid.engine_reuse: launches, GPU-hours, the share of GPU time in
+    measured loads (issue 29: auto was the study's mode before per_spec and shared)."""
+    rows = []
+    for mode in REUSE_MODES:
+        config = with_store_costs(to_config(compose_config([*overrides, f"grid.engine_reuse={mode}"])))
+        groups = group_by_engine(expand_all(config).cells)
+        anchors = anchor_cells(config) or []
+        groups += [g for cell in anchors for g in group_by_engine([cell])]
+        costs = [group_cost(g, config.plan) for g in groups]
+        gpu_s = sum(c.gpu_s for c in costs)
+        measured_gpu_s = sum(c.measured_s * c.group.gpus for c in costs)
+        rows.append(
+            {
+                "engine_reuse": mode,
+                "engine_launches": len(costs),
+                "gpu_hours": gpu_s / 3600,
+                "measured_share": measured_gpu_s / gpu_s if gpu_s else None,
+            }
+        )
+    return rows
+
+
+def render_reuse_modes(rows: list[dict[str, Any]], current: str, console: Console) -> None:
+    table = Table(title="the same cells under each grid.engine_reuse")
+    for header in ("engine_reuse", "launches", "GPU-h", "in measured loads"):
+        table.add_column(header, justify="left" if header == "engine_reuse" else "right", no_wrap=True)
+    base = rows[0]
+    for row in rows:
+        mark = " (this plan)" if row["engine_reuse"] == current else ""
+        table.add_row(
+            row["engine_reuse"] + mark,
+            f"{row['engine_launches']:,} ({row['engine_launches'] / base['engine_launches']:.0%})",
+            f"{row['gpu_hours']:,.1f}",
+            f"{row['measured_share']:.0%}" if row["measured_share"] is not None else "-",
+        )
+    console.print(table)
+    console.print(
+        "in measured loads: GPU time inside the cells' measured loads (warm-up and engine starts are the "
+        "rest); shared resets the engine before each cell (docs/reset.md)",
+        soft_wrap=True,
+    )
+
+
 def confirm_cost(overrides: list[str], config: Any) -> dict[str, Any]:
     """What grid.confirm adds at most: every model confirming a drafting lever (bestkpad K=8 stands in:
     the same launches as suffix or dynk) against van on the final corpus, its own run with anchors."""
@@ -289,10 +336,12 @@ def plan(overrides: list[str], console: Console | None = None) -> int:
         summary["sequential"] = sequential_cost(rest)
     if config.grid.confirm.enabled:
         summary["confirm"] = confirm_cost(rest, config)
+    summary["engine_reuse_modes"] = reuse_modes(rest)
     if fmt == "json":
         print(json.dumps(summary, indent=2))
     else:
         render_plan(summary, console)
+        render_reuse_modes(summary["engine_reuse_modes"], config.grid.engine_reuse, console)
         if "sequential" in summary:
             render_sequential(summary["sequential"], console)
         if "confirm" in summary:

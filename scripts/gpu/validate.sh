@@ -4,6 +4,9 @@
 # part `grid`: the gpu_validate experiment through the Ray scheduler (two GPUs: two engines at once);
 # part `tp2`: the Llama-8B-shaped dummy at TP=2 on code_complete, levers $TP2_LEVERS (default [van,suffix]);
 # part `crosscheck`: harness vs `vllm bench serve` on one engine;
+# part `sessions` (issue 29 item 7): suffix K=8, bestkpad K=8 and dynk (K in {4,6,8}) on shared launches,
+# SESSIONS_REPEATS (8) blocks of code_complete over 2 launches, then each lever's repeat-0 cell on a
+# launch of its own (a second store, $HOME/store-sessions-fresh) to compare acceptance with the reset engine;
 # part `tune`: experiments.tune for SmolLM2 (stages $TUNE_STAGES, $TUNE_REPEATS repeats (3), one H200); run it again
 # to resume (the store in $HOME/store-tune is the only state; carry it back with $OUT).
 # Everything lands in $OUT (store tables, engine logs, timings, the step's output in $OUT/<part>.log).
@@ -36,6 +39,17 @@ case $part in
   crosscheck) CROSSCHECK_OVERRIDES="experiment=gpu_validate paths.data_dir=.gpu/data grid.levers=[van] \
       grid.corpora=[code_complete] load.num_prompts=160 load.max_tokens=512 load.ignore_eos=true \
       load.token_ids=false $*" python3 -m benchmarks.crosscheck_engine | tee $OUT/crosscheck.txt ;;
+  sessions) shared="experiment=gpu_validate paths.data_dir=.gpu/data grid.levers=[suffix,bestkpad,dynk]
+      +grid.ks.bestkpad=[8] +grid.ks.dynk=[8] +lever.dynk.dynamic_ks=[4,6,8] grid.corpora=[code_complete]"
+      timeout $STEP_TIMEOUT_S python3 -m grid run $shared paths.store=$store grid.repeats=${SESSIONS_REPEATS:-8} \
+        grid.engine_reuse=shared grid.launches_per_argv=2 "$@"
+      rc=$?
+      left=$(( STEP_TIMEOUT_S - ($(date +%s) - start) ))
+      [ $rc -eq 0 ] && [ $left -gt 120 ] && timeout $left python3 -m grid run $shared paths.store=$store-fresh \
+        grid.repeats=1 grid.engine_reuse=per_spec "$@"
+      rc=$(( rc + $? ))
+      [ -d $store-fresh ] && python3 scripts/gpu/export.py $store-fresh $OUT/fresh && tar czf $OUT/store-sessions-fresh.tgz -C $HOME store-sessions-fresh
+      (exit $rc) ;;
   tune) timeout $STEP_TIMEOUT_S python3 -m experiments.tune model=tiny experiment=gpu_validate \
          "stages=${TUNE_STAGES:-[van,kpad,confirm]}" out_dir=$HOME/tune-out \
          "grid_overrides=['cluster=device_h200','paths.data_dir=.gpu/data','paths.store=$store','grid.repeats=${TUNE_REPEATS:-3}','grid.anchor.enabled=true'${TUNE_OVERRIDES:+,$TUNE_OVERRIDES}]" "$@"

@@ -96,3 +96,17 @@ def test_final_plan_reports_prompts_per_corpus_and_no_repeats():
         assert row["prompts_reused"] == 0, row
     # Every corpus but the two sized ones measures the study's full 512.
     assert {r["corpus"] for r in rows if r["measured"] < 512} == {"chat_bench", "summarize"}
+
+
+def test_plan_prices_the_same_cells_under_every_engine_reuse_mode():
+    """Issue 29 item 6: launches, GPU-hours and the measured share for auto, per_spec and shared."""
+    from grid.plan_report import reuse_modes
+
+    rows = {r["engine_reuse"]: r for r in reuse_modes(["experiment=final", "grid.repeats=2"])}
+    assert list(rows) == ["auto", "per_spec", "shared"]
+    launches = [rows[m]["engine_launches"] for m in rows]
+    assert launches[0] > launches[1] > launches[2]
+    # Fewer starts: less GPU time, more of it inside measured loads.
+    assert rows["shared"]["gpu_hours"] < rows["per_spec"]["gpu_hours"] < rows["auto"]["gpu_hours"]
+    shares = [rows[m]["measured_share"] for m in rows]
+    assert 0 < shares[0] < shares[1] < shares[2] < 1
