@@ -1,7 +1,7 @@
 """Cells measured with repeated prompts are kept apart from clean ones, and said to be.
 
 A cell run under load.allow_repeats records how many measured requests reused
-a prompt its engine had already served (prompts_reused, workers/served.py).
+a prompt its engine had already served (prompts_reused, workers/engine/served.py).
 Such a cell's suffix-family figures are inflated (a greedy request drafts its
 own earlier answer), so analysis leaves it out unless asked, and counts it.
 """

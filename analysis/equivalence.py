@@ -45,7 +45,7 @@ unpaired comparisons; grid/verdicts.py judges every lever that has a replicate
 by the paired gate.
 
 Levers that change outputs on purpose (W4A4) cannot be judged by exact match.
-For them the gate uses a logprob probe (workers/probe.py): after its measured
+For them the gate uses a logprob probe (workers/load/probe.py): after its measured
 requests each cell scores the same corpus text with `prompt_logprobs`, so both
 runs' next-token distributions are read at identical contexts, and the gate
 asks for a share of positions whose top token is in the other's top k
@@ -392,7 +392,7 @@ def topk_agreement(reference: TopLogprobs, candidate: TopLogprobs) -> float:
 
     Positions are compared up to the shorter sequence; the caller passes only
     positions with the same context in both runs (the probe scores the same
-    prompt text in both, workers/probe.py).
+    prompt text in both, workers/load/probe.py).
     """
     n = min(len(reference), len(candidate))
     if n == 0:

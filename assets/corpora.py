@@ -30,7 +30,7 @@ from assets.corpus_pins import pins_digest
 from assets.corpus_sources import CODE_PACKAGES, COMPLETE_PACKAGES, DOC_PACKAGES
 from assets.corpus_tokens import TokenCounter, percentiles
 from store.atomic import write_atomic
-from workers.prompts import content_sha256
+from workers.load.prompts import content_sha256
 
 # Bump when any builder's output changes, so `ensure` rebuilds existing files.
 BUILDER_VERSION = 3

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from benchmarks import drive_vllm_bench
 from vocab.schema import LoadSpec
-from workers.engine import free_port
+from workers.engine.process import free_port
 
 CONCURRENCY = 32
 TOKENIZER = os.environ.get("BENCH_TOKENIZER", ".cache/models/SmolLM2-135M-Instruct")
@@ -62,7 +62,7 @@ recorded 2026-12-01, paced 5 ms, 1 token/chunk (µs CPU per chunk, median of 3, 
   whole-process: inside the spread above. Target 0.25 not met: per chunk ~40% is kernel time (one
   read() and the ACK it sends, processed on loopback in this process), ~25% our Python (hot path,
   decoding), the rest uvloop, the event loop and its calls into Python (perf, py-spy).
-  then, the client without hydra / omegaconf on its import path (workers.load, vocab.schema):
+  then, the client without hydra / omegaconf on its import path (workers.load.client, vocab.schema):
                               ours rb=1 8.59 (8.5-10.5), vllm bench serve 19.99 (19.1-21.6), ratio 0.43;
                               RSS 42.6 MB at 320 requests (was 50.0), 54.3 MB at 960: 18.5 bytes per
                               extra chunk, the records themselves (stamps, token counts, text).

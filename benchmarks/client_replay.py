@@ -46,8 +46,8 @@ def stream_reads(n_tokens: int) -> list[bytes]:
 def replay(n_requests: int, n_tokens: int, repeats: int) -> dict:
     sys.path.insert(0, os.getcwd())
     import benchmarks.drive_ours  # noqa: F401  (the modules a real client process holds)
-    from workers.http1 import Reads, StreamProtocol, parse_response
-    from workers.load import RequestRecord, _fill_from_stream
+    from workers.load.client import RequestRecord, _fill_from_stream
+    from workers.load.http1 import Reads, StreamProtocol, parse_response
 
     reads_in = stream_reads(n_tokens)
 

@@ -23,7 +23,7 @@ Environment: CROSSCHECK_ROUNDS (pairs per launch, 4), CROSSCHECK_LAUNCHES (1),
 CROSSCHECK_OVERRIDES (config overrides, space-separated; the CPU default below),
 CROSSCHECK_SAMPLE_S (the watcher's interval, 0.2 s), CROSSCHECK_PIN (auto: the
 engine's tree on some cores, this process and vllm bench, its child, on the
-others, as workers/host.py places a cell; off: no pinning), CROSSCHECK_BUDGET_S (start
+others, as workers/signals/host.py places a cell; off: no pinning), CROSSCHECK_BUDGET_S (start
 no launch that would, at the longest launch so far, end past this many seconds
 from the start; unset: no limit).
 """
@@ -50,20 +50,20 @@ from grid.expand import expand, to_config
 from grid.plan import group_by_engine
 from vocab.paths import project_path
 from vocab.schema import LoadSpec
-from workers import metrics
-from workers.engine import Engine, new_endpoint
-from workers.engine_args import model_path, serve_argv, serve_env, served_name, tokenizer_path
-from workers.host import NODE_CPUS, apply_pins
-from workers.load import RequestRecord, Target, run_load, run_sync
-from workers.prompts import Prompt, load_corpus
+from workers.engine.args import model_path, serve_argv, serve_env, served_name, tokenizer_path
+from workers.engine.process import Engine, new_endpoint
+from workers.load.client import RequestRecord, Target, run_load, run_sync
+from workers.load.prompts import Prompt, load_corpus
 from workers.runner import engine_base_env, engine_processes
+from workers.signals import metrics
+from workers.signals.host import NODE_CPUS, apply_pins
 
 ROUNDS = int(os.environ.get("CROSSCHECK_ROUNDS", "4"))
 LAUNCHES = int(os.environ.get("CROSSCHECK_LAUNCHES", "1"))
 SAMPLE_S = float(os.environ.get("CROSSCHECK_SAMPLE_S", "0.2"))
 BUDGET_S = float(os.environ["CROSSCHECK_BUDGET_S"]) if os.environ.get("CROSSCHECK_BUDGET_S") else None
 # As a grid cell places them (load.pin_cpus): auto puts the engine's tree and both clients on
-# disjoint cores where the node has enough (workers/host.py); off leaves every process anywhere.
+# disjoint cores where the node has enough (workers/signals/host.py); off leaves every process anywhere.
 PIN = os.environ.get("CROSSCHECK_PIN", "auto")
 # The CPU default; on GPUs set CROSSCHECK_OVERRIDES (space-separated), e.g. scripts/gpu/validate.sh.
 OVERRIDES = os.environ.get(

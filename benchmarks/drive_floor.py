@@ -18,8 +18,8 @@ import json
 import time
 
 from benchmarks.drive_ours import driver_args
-from workers.http1 import ReadBatcher
-from workers.load import run_sync
+from workers.load.client import run_sync
+from workers.load.http1 import ReadBatcher
 
 END = b"0\r\n\r\n"
 

@@ -7,8 +7,8 @@ import json
 import time
 
 from vocab.schema import LoadSpec
-from workers.load import Target, run_load, run_sync
-from workers.prompts import Prompt
+from workers.load.client import Target, run_load, run_sync
+from workers.load.prompts import Prompt
 
 
 def driver_args() -> argparse.Namespace:

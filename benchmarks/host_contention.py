@@ -3,7 +3,7 @@
 One real CPU engine (the smoke grid's van spec, SmolLM2), then cells in rounds:
 each round measures one cell unloaded and one with H busy-loop processes pinned
 onto the engine's CPU set (for each H in --hogs), in that order. Per cell it
-prints what workers/host.py records (EngineCore's run-queue wait share and
+prints what workers/signals/host.py records (EngineCore's run-queue wait share and
 involuntary switches a second, the client's CPU share and its own wait share,
 the CPU sets) beside the throughput, and the gate's verdict.
 
@@ -29,8 +29,8 @@ from grid.expand import expand, to_config
 from grid.plan import group_by_engine
 from vocab.cells import Cell
 from vocab.paths import project_path
-from workers.engine import Engine, new_endpoint
-from workers.engine_args import serve_argv, serve_env
+from workers.engine.args import serve_argv, serve_env
+from workers.engine.process import Engine, new_endpoint
 from workers.runner import RunContext, engine_base_env, engine_processes, run_cell
 
 HOG = "while True: pass"
@@ -59,7 +59,7 @@ def start_hogs(n: int, cpus: set[int], nice: int = 0) -> list[subprocess.Popen[b
 
     With the kernel's autogroup scheduling (kernel.sched_autogroup_enabled=1, as
     on the 2-core box) CPU is shared between sessions first and by nice only
-    within one; the engine runs in its own session (workers/engine.py), so a hog
+    within one; the engine runs in its own session (workers/engine/process.py), so a hog
     in the caller's session would compete with the client, not with the engine.
     Each hog is a neighbour of its own, like another tenant's process, at
     autogroup priority `nice`.

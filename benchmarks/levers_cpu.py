@@ -20,14 +20,14 @@ from grid.plan import group_by_engine
 from vocab.cells import EngineSpec
 from vocab.paths import project_path
 from vocab.schema import Config
-from workers import metrics
-from workers.counters import scrape
-from workers.dynk_log import last_stats
-from workers.engine import Engine, new_endpoint
-from workers.engine_args import serve_argv, serve_env, served_name
-from workers.load import Target, run_load, run_sync
-from workers.prompts import load_corpus
+from workers.engine.args import serve_argv, serve_env, served_name
+from workers.engine.process import Engine, new_endpoint
+from workers.load.client import Target, run_load, run_sync
+from workers.load.prompts import load_corpus
 from workers.runner import engine_base_env
+from workers.signals import metrics
+from workers.signals.counters import scrape
+from workers.signals.dynk_log import last_stats
 
 NUM_PROMPTS = int(os.environ.get("LEVERS_CPU_PROMPTS", "24"))
 OVERRIDES = [

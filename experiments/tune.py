@@ -57,7 +57,7 @@ from vocab.cells import EngineSpec
 from vocab.errors import ConfigError, GridError
 from vocab.paths import project_path, store_path
 from vocab.schema import LeverSpec, ModelSpec
-from workers.engine_args import Endpoint, serve_argv, serve_env
+from workers.engine.args import Endpoint, serve_argv, serve_env
 
 TUNE_CONF_DIR = CONF_DIR / "tune"
 STAGES = ("van", "suffix", "kpad", "best_k", "w4a4", "dynk", "confirm")

@@ -3,7 +3,7 @@
 Built corpora carry a `<name>.meta.json` (assets/corpora.py) with their token
 statistics and sha256; a bring-your-own trace without one is read to count its
 prompts (and its bad rows), and its lengths show as unknown. The hash shown is
-of the bytes on disk now (workers/prompts.py:content_sha256), what a run would
+of the bytes on disk now (workers/load/prompts.py:content_sha256), what a run would
 plan and record; a built corpus whose bytes no longer match its meta says so.
 """
 
@@ -43,7 +43,7 @@ def describe(spec: CorpusSpec, data_dir: StoreRoot, cache_dir: Path | None = Non
 
     From a URL data_dir the corpus is fetched into `cache_dir` (default .cache) to be hashed.
     """
-    from workers.prompts import content_sha256, corpus_file, read_corpus
+    from workers.load.prompts import content_sha256, corpus_file, read_corpus
 
     path = Path(spec.path) if Path(spec.path).is_absolute() else data_dir / spec.path
     row: dict[str, Any] = {"corpus": spec.name, "endpoint": spec.endpoint, "path": str(path)}

@@ -23,7 +23,7 @@ from grid.prompt_audit import CorpusKey, CorpusRead, corpus_key
 from store.fs import StoreRoot
 from store.read import connect, has_view
 from vocab.cells import Cell
-from workers.prompts import SHOWN_HASH_CHARS, cell_schedule
+from workers.load.prompts import SHOWN_HASH_CHARS, cell_schedule
 
 NEW_STUDY = (
     "or start a new study on this copy: a new store (paths.store=<new folder or URL>) or run.mode=all "

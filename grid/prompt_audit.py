@@ -1,7 +1,7 @@
 """Before launch: would any measured prompt be one its engine has already served?
 
 Replays each engine launch's cells in order (warm-up, measured, probe prompts,
-exactly as workers/runner.py sends them) through workers/served.py, without
+exactly as workers/runner.py sends them) through workers/engine/served.py, without
 an engine. `run` stops here when anything repeats and load.allow_repeats is
 off; `plan` shows the per-corpus figures.
 
@@ -21,7 +21,8 @@ from vocab.errors import ConfigError
 from vocab.groups import EngineGroup
 from vocab.paths import project_path
 from vocab.schema import CorpusSpec
-from workers.prompts import (
+from workers.engine.served import Reuse, ServedPrompts
+from workers.load.prompts import (
     Corpus,
     TooFewPrompts,
     cell_schedule,
@@ -30,8 +31,7 @@ from workers.prompts import (
     probe_prompts,
     read_corpus,
 )
-from workers.served import Reuse, ServedPrompts
-from workers.traces import named
+from workers.load.traces import named
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def read_corpora(
 ) -> dict[CorpusKey, CorpusRead]:
     """Every corpus source the groups' cells use, read once; an unreadable one carries its reason.
 
-    From a URL data_dir each is fetched into `cache_dir` (default .cache) first (workers/prompts.py).
+    From a URL data_dir each is fetched into `cache_dir` (default .cache) first (workers/load/prompts.py).
     """
     reads: dict[CorpusKey, CorpusRead] = {}
     for group in groups:

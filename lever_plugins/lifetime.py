@@ -11,7 +11,7 @@ load them again). A process whose death signal is already set (the API server,
 by the harness) keeps it.
 
 Enabled by LEVER_DIE_WITH_PARENT=1, which the harness sets on every engine it
-starts (workers/engine.py); otherwise register() does nothing. Linux only.
+starts (workers/engine/process.py); otherwise register() does nothing. Linux only.
 """
 
 from __future__ import annotations

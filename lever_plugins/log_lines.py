@@ -1,4 +1,4 @@
-"""The one-line summaries the plugins write into the engine log (parsed by workers/dynk_log.py).
+"""The one-line summaries the plugins write into the engine log (parsed by workers/signals/dynk_log.py).
 
 Counters are cumulative since the engine started, so the last line of a log holds
 the totals and a lost line loses nothing. Format: `lever_plugins <name>: key=value ...`.

@@ -1,11 +1,11 @@
 """`reset` worker extension: return a drafting engine's worker to its just-started state between cells.
 
 Loaded with `--worker-extension-cls lever_plugins.reset_ext.ResetExtension`
-(workers/engine_args.py, every lever that drafts from the engine's history);
+(workers/engine/args.py, every lever that drafts from the engine's history);
 vLLM mixes the class into its worker class, so these methods run in each
 worker process with `self` the worker. The harness calls them through
 `POST /collective_rpc {"method": "lever_reset_drafter"}`, which vLLM's API
-server serves only with VLLM_SERVER_DEV_MODE=1 (workers/reset.py; docs/reset.md).
+server serves only with VLLM_SERVER_DEV_MODE=1 (workers/engine/reset.py; docs/reset.md).
 
 What is reset, with nothing in flight:
 - the suffix-decoding cache (`model_runner.drafter.suffix_cache`, vLLM's

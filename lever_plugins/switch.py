@@ -2,7 +2,7 @@
 
 suffix K, bestkpad K and dynk with max K = K launch with the same `vllm serve`
 arguments: only the draft hook differs, and it acts inside vLLM. With
-LEVER_SWITCH=1 (set by workers/engine_args.py on a shared launch,
+LEVER_SWITCH=1 (set by workers/engine/args.py on a shared launch,
 grid.engine_reuse=shared) this plugin wraps the suffix proposer with a hook
 that forwards each step to the active one of:
 - `suffix`: nothing (vLLM's own suffix drafts, untouched);

@@ -2,7 +2,7 @@
 
   <root>/cells/<cell_key>/<attempt_id>/requests.parquet   per-request rows
   <root>/cells/<cell_key>/<attempt_id>/summary.parquet    one row: the cell's figures
-  <root>/cells/<cell_key>/<attempt_id>/probe.parquet      top-k prompt logprobs (workers/probe.py), if probed
+  <root>/cells/<cell_key>/<attempt_id>/probe.parquet      top-k logprobs, if probed (workers/load/probe.py)
   <root>/cells/<cell_key>/<attempt_id>/manifest.json      written last: status ok|failed
   <root>/sessions/<session_id>.json                      environment fingerprint
   <root>/logs/<session_id>/<engine_key>.log              engine logs

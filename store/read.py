@@ -255,7 +255,7 @@ def connect(root: StoreRoot, checksums: bool = True) -> duckdb.DuckDBPyConnectio
     requests     per-request rows of ok attempts
     cells        one summary row per ok attempt (anchor runs included: column `anchor`)
     sessions     one row per session fingerprint (<root>/sessions/*.json)
-    probes       top-k prompt logprobs of ok attempts that ran the probe (workers/probe.py)
+    probes       top-k prompt logprobs of ok attempts that ran the probe (workers/load/probe.py)
     equivalence  output-equivalence verdicts (<root>/equivalence/*.parquet), when any exist
 
     A view exists only when it has at least one file; `has_view` says which do.

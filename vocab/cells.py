@@ -51,7 +51,7 @@ def engine_identity(engine: EngineConfig) -> dict[str, Any]:
 def load_identity(load: LoadSpec, repeat: int) -> dict[str, Any]:
     """The load settings that affect results, and the prompt seed of repeats after the first.
 
-    Repeat r shuffles with seed + r (workers/prompts.py:prompt_seed); only
+    Repeat r shuffles with seed + r (workers/load/prompts.py:prompt_seed); only
     repeats > 0 carry it, so repeat-0 keys stay as they were and repeats
     measured with the old shared order are measured again.
     """

@@ -105,7 +105,7 @@ MAX_CONCURRENCY = 4096
 K_WHY = "K is the number of draft tokens per step: K must be positive"
 # vLLM's --dtype choices.
 DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
-# workers/traces.py FORMATS (the schema cannot import workers; tests/unit/vocab checks they agree).
+# workers/load/traces.py FORMATS (the schema cannot import workers; tests/unit/vocab checks they agree).
 CORPUS_FORMATS = ("auto", "jsonl", "json", "parquet", "hf_disk")
 
 
@@ -174,7 +174,7 @@ class CorpusSpec:
     # or a folder written by Hugging Face `save_to_disk`.
     path: str = nonempty(MISSING)
     # auto (from the path: folder = hf_disk, .parquet = parquet, else jsonl),
-    # jsonl, parquet or hf_disk. Row shapes: workers/traces.py.
+    # jsonl, parquet or hf_disk. Row shapes: workers/load/traces.py.
     format: str = one_of("auto", *CORPUS_FORMATS)
     # Leave out rows that cannot be read and count them in the results,
     # instead of failing on the first one.
@@ -222,7 +222,7 @@ class LoadSpec:
     read_batch_ms: float = ranged(
         1.0, lo=0, hi=1000, why="every chunk's timestamp is late by up to this; 0 reads on every wake-up"
     )
-    # Keep the client off the engine's cores (workers/host.py, issue 27): auto pins
+    # Keep the client off the engine's cores (workers/signals/host.py, issue 27): auto pins
     # the engine's process tree and the client to disjoint CPU sets where the node
     # has >= 4 usable cores (the client takes the last core, two from 16 cores, with
     # their SMT siblings; the engine every other); off pins nothing. The sets are
@@ -468,7 +468,7 @@ class EquivalenceConfig:
     min_prompts: int = ranged(25, 1)
     # One-sided: the bound is a (1 - alpha) upper confidence bound (Tango's score).
     alpha: float = ranged(0.05, 0, 1, lo_open=True, hi_open=True)
-    # Logprob probe (workers/probe.py): after its measured requests, each cell
+    # Logprob probe (workers/load/probe.py): after its measured requests, each cell
     # scores the text of this many corpus prompts with top-k prompt logprobs
     # (0: off). Not part of the measurement; it feeds the gate for quantised
     # levers, which cannot match van token for token.
@@ -483,7 +483,7 @@ class EquivalenceConfig:
 
 @dataclass
 class GateConfig:
-    """Thresholds of the validity gates (workers/gates.py); a cell is VALID iff all pass."""
+    """Thresholds of the validity gates (workers/signals/gates.py); a cell is VALID iff all pass."""
 
     min_window_s: float = ranged(30.0, lo=0)
     min_requests: int = ranged(32, lo=0)
@@ -493,7 +493,7 @@ class GateConfig:
     max_client_cpu_share: float = ranged(0.5, lo=0)
     # 99th percentile of the event loop's wake-up delay while measuring.
     max_loop_lag_ms: float = ranged(20.0, lo=0)
-    # Engine host-thread starvation over the measured load (workers/host.py): of
+    # Engine host-thread starvation over the measured load (workers/signals/host.py): of
     # the time EngineCore's (and its workers') threads were runnable, the share
     # they waited in the run queue (/proc/<pid>/task/*/schedstat). Measured
     # (docs/benchmarks/2026-12-03-cpu-crosscheck.md): the 2-core CPU engine with no

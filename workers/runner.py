@@ -28,12 +28,13 @@ from vocab.cells import Cell, EngineSpec, draft_hook, drafts_from_history
 from vocab.errors import EngineError, GridError
 from vocab.groups import EngineGroup
 from vocab.schema import EquivalenceConfig, GateConfig
-from workers import cudagraph_log, dynk_log, engine_registry, metrics, windows
-from workers.counters import ServerCounters, scrape
-from workers.engine import LOG_TAIL_LINES, Engine, exit_description, log_tail, new_endpoint
-from workers.engine_args import launch_argv, launch_env, served_name
-from workers.engine_log import read_effective_config
-from workers.engine_tree import (
+from workers.engine import registry as engine_registry
+from workers.engine.args import launch_argv, launch_env, served_name
+from workers.engine.log import read_effective_config
+from workers.engine.process import LOG_TAIL_LINES, Engine, exit_description, log_tail, new_endpoint
+from workers.engine.reset import ResetReport, reset_engine
+from workers.engine.served import ServedPrompts
+from workers.engine.tree import (
     API_SERVER,
     EngineProcess,
     death_line,
@@ -42,13 +43,10 @@ from workers.engine_tree import (
     rejected_line,
     server_error_line,
 )
-from workers.gates import GateInputs, evaluate
-from workers.gpu_telemetry import GpuSampler
-from workers.host import NODE_CPUS, HostSampler, apply_pins, plan_columns
-from workers.load import LoopLag, RequestRecord, Target, run_load, run_measured, run_sync
-from workers.phases import PhaseClock
-from workers.probe import ProbeError, ProbeRow, run_probe
-from workers.prompts import (
+from workers.load import windows
+from workers.load.client import LoopLag, RequestRecord, Target, run_load, run_measured, run_sync
+from workers.load.probe import ProbeError, ProbeRow, run_probe
+from workers.load.prompts import (
     Prompt,
     cell_schedule,
     check_planned,
@@ -58,10 +56,14 @@ from workers.prompts import (
     prompt_seed,
     read_corpus,
 )
-from workers.reset import ResetReport, reset_engine
-from workers.served import ServedPrompts
-from workers.server_load import LoadSample, ServerLoadSampler
-from workers.server_load import columns as server_load_columns
+from workers.phases import PhaseClock
+from workers.signals import cudagraph_log, dynk_log, metrics
+from workers.signals.counters import ServerCounters, scrape
+from workers.signals.gates import GateInputs, evaluate
+from workers.signals.gpu_telemetry import GpuSampler
+from workers.signals.host import NODE_CPUS, HostSampler, apply_pins, plan_columns
+from workers.signals.server_load import LoadSample, ServerLoadSampler
+from workers.signals.server_load import columns as server_load_columns
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ class CellOutcome:
     engine_ready_s: float | None = None
     # The run cannot go on (the store cannot take results): the driver stops, no retry.
     stops_run: bool = False
-    # An ok cell's validity verdict and its reasons (workers/gates.py), for the driver's per-cell line.
+    # An ok cell's validity verdict and its reasons (workers/signals/gates.py), for the driver's line.
     valid: bool | None = None
     invalid_reasons: str | None = None
 
@@ -238,7 +240,7 @@ def summarize(
         "chunk_tokens_exact": all(r.chunk_tokens is not None for r in done),
         "ttft_ms_p50": metrics.median_or_none([metrics.ttft_ms(r) for r in done]),
         "tpot_ms_p50": metrics.median_or_none([metrics.tpot_ms(r) for r in done]),
-        # Per engine step as a stream sees it: its length and the tokens it brought (workers/windows.py).
+        # Per engine step as a stream sees it: its length and the tokens it brought (workers/load/windows.py).
         "chunk_gap_ms_p50": windows.window_chunk_gap_ms_p50(records, window) if window else None,
         "tokens_per_chunk": windows.window_tokens_per_chunk(records, window) if window else None,
         "acceptance_rate": metrics.acceptance_rate(delta.spec_accepted_tokens, delta.spec_draft_tokens),
@@ -348,7 +350,7 @@ def run_cell(
     endpoint = engine.endpoint
     target = Target(endpoint.base_url, endpoint.api_key, served_name(cell.engine_spec), cell.corpus.endpoint)
     served.add(plan.warmup, cell.corpus.name, cell.repeat)
-    # The engine's tree and this client on disjoint cores where the node has enough (workers/host.py).
+    # The engine's tree and this client on disjoint cores where the node has enough (workers/signals/host.py).
     processes = engine_processes(engine)
     pins = apply_pins(processes, cell.load.pin_cpus)
     stage.name = "warm-up"
@@ -461,7 +463,7 @@ def logs_cudagraph_tables(spec: EngineSpec) -> bool:
 def run_cell_probe(
     target: Target, chosen: list[Prompt], cfg: EquivalenceConfig
 ) -> tuple[list[ProbeRow], dict[str, Any]]:
-    """The logprob probe on the chosen prompts, after the measurement (workers/probe.py).
+    """The logprob probe on the chosen prompts, after the measurement (workers/load/probe.py).
 
     A probe that fails leaves the measurement standing: the error is a column,
     and the equivalence gate then has no distribution to judge.
@@ -559,8 +561,32 @@ def ready_for_cell(
     return history
 
 
+def build_engine(group: EngineGroup, ctx: RunContext, log_path: Path, remote: bool) -> Engine:
+    """The group's launch, not started: its argv and environment, on every core of the worker."""
+    registry_dir = engine_registry.node_dir(ctx.cache_dir if remote else ctx.store_root)
+    # Engines of earlier runs on this node whose owner died and whose guard did not end them.
+    for line in engine_registry.sweep(registry_dir):
+        print(f"lever-grid: {line}", file=sys.stderr, flush=True)
+    endpoint = new_endpoint()
+    return Engine(
+        launch_argv(group, endpoint, ctx.models_dir),
+        launch_env(group, engine_base_env(), ctx.cache_dir),
+        endpoint,
+        log_path,
+        group.spec.engine.start_timeout_s,
+        group.spec.engine.stop_timeout_s,
+        registry_dir=registry_dir,
+        cpus=NODE_CPUS,  # every core of the worker, whatever a cell's client pin left it (relaunches too)
+    )
+
+
 def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
-    """Run every cell of one engine launch; return one outcome per cell, ok or failed."""
+    """Run every cell of one engine launch; return one outcome per cell, ok or failed.
+
+    Start the engine (or fail every cell with its reason), then per cell: stop at a dead
+    engine, bring it to the cell's fresh state (ready_for_cell: reset, hook, relaunch),
+    measure and store the cell (_run_and_store); the engine stops whatever happens.
+    """
     layout = StoreLayout(ctx.store_root)
     spec = group.spec
     stored_log = layout.engine_log(ctx.session_id, f"{spec.key}-{uuid.uuid4().hex[:6]}")
@@ -568,21 +594,8 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
     # after each cell and when it stops; the node's engine records stay on the node.
     remote = isinstance(ctx.store_root, StorePath)
     log_path = local_log(ctx, stored_log) if remote else stored_log
-    endpoint = new_endpoint()
-    registry_dir = engine_registry.node_dir(ctx.cache_dir if remote else ctx.store_root)
-    # Engines of earlier runs on this node whose owner died and whose guard did not end them.
-    for line in engine_registry.sweep(registry_dir):
-        print(f"lever-grid: {line}", file=sys.stderr, flush=True)
-    engine = Engine(
-        launch_argv(group, endpoint, ctx.models_dir),
-        launch_env(group, engine_base_env(), ctx.cache_dir),
-        endpoint,
-        log_path,
-        spec.engine.start_timeout_s,
-        spec.engine.stop_timeout_s,
-        registry_dir=registry_dir,
-        cpus=NODE_CPUS,  # every core of the worker, whatever a cell's client pin left it (relaunches too)
-    )
+    engine = build_engine(group, ctx, log_path, remote)
+    endpoint = engine.endpoint
     # Never spend an engine start on a store that cannot take the results.
     if (problem := store_problem(ctx.store_root, ctx.min_store_free_bytes)) is not None:
         return [CellOutcome(c.key, c.label, "", "failed", problem, stops_run=True) for c in group.cells]

@@ -21,7 +21,7 @@ from grid.run import run
 from store.read import attempts, connect
 from tests.engine.conftest import ENGINE_MODULE, describe, engine_processes
 from vocab.paths import project_path
-from workers import engine_registry
+from workers.engine import registry as engine_registry
 from workers.runner import RunContext, run_group
 
 

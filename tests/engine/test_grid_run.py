@@ -68,7 +68,7 @@ def test_every_cell_row_and_the_session_carry_the_corpus_hash(store):
     """Issue 30: what each cell measured is named by content, the bytes `python -m assets` built."""
     from grid.compose import compose_config
     from vocab.paths import project_path
-    from workers.prompts import content_sha256
+    from workers.load.prompts import content_sha256
 
     root, _, _ = store
     data = project_path(compose_config([]).paths.data_dir) / "corpora"

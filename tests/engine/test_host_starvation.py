@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.host_contention import renice_tree, smoke_cell, smoke_engine, start_hogs, stop_hogs
-from workers.host import cpu_list
 from workers.runner import engine_processes, run_cell
+from workers.signals.host import cpu_list
 
 OVERRIDES = [
     "grid.corpora=[code_complete]",

@@ -1,7 +1,7 @@
 """Start the CPU vLLM engine the way the harness does, with a speculative config and lever env.
 
-Direct subprocess (workers.engine.Engine), no Ray: these tests check what runs inside
-vLLM, not the grid. Argv and env mirror conf/engine/cpu.yaml through workers/engine_args.py.
+Direct subprocess (workers.engine.process.Engine), no Ray: these tests check what runs inside
+vLLM, not the grid. Argv and env mirror conf/engine/cpu.yaml through workers/engine/args.py.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from vocab.paths import project_path
-from workers.counters import ServerCounters, scrape
-from workers.engine import Engine, new_endpoint
+from workers.engine.process import Engine, new_endpoint
+from workers.signals.counters import ServerCounters, scrape
 
 MODEL_DIR = project_path(".cache/models/SmolLM2-135M-Instruct")
 SERVED_NAME = "smol"

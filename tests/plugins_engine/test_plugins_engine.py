@@ -3,7 +3,7 @@
 (a) kpad is loaded and active: the server's counters show draft tokens = K x drafts;
 (b) greedy outputs with kpad equal those of plain vLLM (van), token for token;
 (c) dynk runs, logs its per-K decisions, and also preserves output;
-(d) dynk's per-cell columns (workers/dynk_log.py), taken over a window after a warm-up
+(d) dynk's per-cell columns (workers/signals/dynk_log.py), taken over a window after a warm-up
     the way the runner takes them, add up to the server's own draft counters: drafts
     at two or more K values and draft tokens = sum over K of K x drafts, which plain
     suffix (no plugin, ragged drafts) would show neither of; on this CPU engine with
@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from tests.plugins_engine.serve import complete, counters, running_engine, wait_for_log
-from workers.counters import ServerCounters
-from workers.dynk_log import PluginStats, columns_when_idle, last_stats, wait_for_idle_line
+from workers.signals.counters import ServerCounters
+from workers.signals.dynk_log import PluginStats, columns_when_idle, last_stats, wait_for_idle_line
 
 CORPUS = Path(".cache/data/corpora/code_complete.jsonl")
 NUM_PROMPTS = 8
@@ -54,7 +54,7 @@ class Run:
     outputs: list[str]
     delta: ServerCounters
     log: str
-    # workers/dynk_log.py's columns over the measured requests (None values without dynk).
+    # workers/signals/dynk_log.py's columns over the measured requests (None values without dynk).
     dynk_columns: dict[str, Any]
 
     def plugin(self, name: str) -> PluginStats | None:

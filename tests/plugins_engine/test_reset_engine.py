@@ -2,11 +2,11 @@
 
 One CPU engine per lever (SmolLM2, float32, greedy, requests one at a time so
 every step's batch is the same on every run), loaded with the reset extension
-and vLLM's dev endpoints as the harness loads them (workers/engine_args.py):
+and vLLM's dev endpoints as the harness loads them (workers/engine/args.py):
 1. `fresh`: the cell's prompts on the just-started engine;
 2. other corpora and the cell's own prompts are served (what earlier cells leave);
 3. `stale`: the cell's prompts again, without a reset;
-4. the reset (workers/reset.py: suffix cache, draft hook decisions, prefix cache);
+4. the reset (workers/engine/reset.py: suffix cache, draft hook decisions, prefix cache);
 5. `reset`: the cell's prompts again.
 `reset` must equal `fresh` in outputs and in vLLM's own draft, acceptance and
 prefix-cache counters; `stale` must differ from it (what the test would catch
@@ -30,10 +30,10 @@ from pathlib import Path
 import pytest
 
 from tests.plugins_engine.serve import complete, counters, running_engine
-from workers.counters import ServerCounters
-from workers.engine import Engine
-from workers.engine_args import DEV_MODE_ENV, RESET_EXTENSION
-from workers.reset import ResetReport, reset_engine
+from workers.engine.args import DEV_MODE_ENV, RESET_EXTENSION
+from workers.engine.process import Engine
+from workers.engine.reset import ResetReport, reset_engine
+from workers.signals.counters import ServerCounters
 
 CORPORA = Path(".cache/data/corpora")
 CELL_PROMPTS = 6

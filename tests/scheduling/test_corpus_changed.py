@@ -20,7 +20,7 @@ import grid.run
 from grid.run import run
 from store.read import attempts
 from tests.scheduling.conftest import stub_overrides
-from workers.prompts import content_sha256
+from workers.load.prompts import content_sha256
 
 
 def test_a_node_with_another_corpus_stops_its_cells_and_the_others_run(

@@ -16,7 +16,7 @@ import pytest
 from store.read import attempts
 from tests.scheduling.conftest import stub_overrides
 from vocab.paths import PROJECT_ROOT
-from workers.engine import free_port
+from workers.engine.process import free_port
 
 RAY = str(Path(sys.executable).with_name("ray"))
 # `ray job submit` sends the token (~/.ray/auth_token) only in token mode; the

@@ -55,3 +55,32 @@ def test_ray_is_imported_in_one_module():
         if "ray" in imported_packages(path)
     ]
     assert importers == ["grid/schedule.py"]
+
+
+# workers/ in three parts under the cell loop (runner.py): the load client is the base, the engine
+# may name its prompts (what a launch was sent), the signals read both; none reaches the loop.
+WORKER_PARTS = {
+    "load": {"engine", "signals", "runner", "phases"},
+    "engine": {"signals", "runner", "phases"},
+    "signals": {"runner", "phases"},
+}
+
+
+def imported_workers_parts(path: Path) -> set[str]:
+    """Second-level names under `workers` that `path` imports (workers.engine.args -> engine)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        found |= {name.split(".")[1] for name in names if name.startswith("workers.")}
+    return found
+
+
+@pytest.mark.parametrize("part", sorted(WORKER_PARTS))
+def test_workers_parts_import_only_below_them(part):
+    offenders = {
+        str(path.relative_to(project_path("."))): sorted(imported_workers_parts(path) & WORKER_PARTS[part])
+        for path in sorted(project_path(f"workers/{part}").rglob("*.py"))
+    }
+    assert {name: bad for name, bad in offenders.items() if bad} == {}

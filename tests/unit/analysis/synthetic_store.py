@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from store.atomic import write_json
 from store.layout import StoreLayout
 from store.writer import write_ok_attempt
-from workers.load import RequestRecord
+from workers.load.client import RequestRecord
 
 S1 = "20260101T000000Z-aaaaaa"
 S2 = "20260102T000000Z-bbbbbb"

@@ -8,7 +8,7 @@ from tests.unit.assets.conftest import MODEL_DIR
 from tests.unit.assets.fake_dists import second_venv
 from tests.unit.assets.test_corpus_chat import conversation, fake_sharegpt_file, truncated_file
 from vocab.paths import project_path
-from workers.prompts import load_corpus
+from workers.load.prompts import load_corpus
 
 CAP = 1984
 

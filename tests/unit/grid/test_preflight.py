@@ -137,7 +137,7 @@ def test_without_a_local_tokenizer_the_count_is_an_estimate_and_says_so(inputs):
 
 def test_too_long_prompts_no_cell_sends_are_counted_but_stop_nothing():
     from grid.prompt_fit import corpus_fit
-    from workers.prompts import Corpus, Prompt
+    from workers.load.prompts import Corpus, Prompt
 
     corpus = Corpus([Prompt("a", "short"), Prompt("b", "x" * 40_000)])
     fit = corpus_fit("c", corpus_path_stub(), corpus, "completions", ("tiny",), 2048, 64, set(), None, "why")
@@ -379,8 +379,8 @@ def store_done_cells(root, args, hashes=True):
     from grid.expand import expand, to_config
     from store.layout import StoreLayout
     from store.writer import write_ok_attempt
-    from workers.load import RequestRecord
-    from workers.prompts import cell_schedule, read_corpus
+    from workers.load.client import RequestRecord
+    from workers.load.prompts import cell_schedule, read_corpus
 
     cells = expand(to_config(compose_config(args)))
     layout = StoreLayout(root / "store")
@@ -409,7 +409,7 @@ def change_a_prompt(root):
 
 @pytest.mark.parametrize("hashes", [True, False], ids=["hash recorded", "stored before hashes"])
 def test_a_resume_over_a_changed_corpus_stops_before_launch(inputs, no_launch, hashes):
-    from workers.prompts import content_sha256
+    from workers.load.prompts import content_sha256
 
     args = overrides(inputs, "grid.anchor.enabled=false")
     cells = store_done_cells(inputs, args, hashes)
@@ -438,7 +438,7 @@ def test_a_resume_over_a_changed_corpus_stops_before_launch(inputs, no_launch, h
 
 def test_the_session_records_every_corpus_hash(inputs, monkeypatch):
     from grid import session
-    from workers.prompts import content_sha256
+    from workers.load.prompts import content_sha256
 
     seen = {}
     monkeypatch.setattr(

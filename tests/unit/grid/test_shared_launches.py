@@ -12,7 +12,7 @@ from grid.expand import expand, to_config
 from grid.plan import group_by_engine
 from vocab.cells import draft_hook
 from vocab.errors import ConfigError
-from workers.engine_args import (
+from workers.engine.args import (
     DEV_MODE_ENV,
     RESET_EXTENSION,
     SWITCH_ENV,

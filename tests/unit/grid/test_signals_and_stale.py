@@ -23,7 +23,7 @@ from store.space import STORE_UNUSABLE, write_failure
 from store.writer import write_ok_attempt
 from tests.unit.grid.test_ledger import smoke_cells
 from tests.unit.store.test_writer_read import records, tags
-from workers.engine import KMP_PREFIX, remove_kmp_files
+from workers.engine.process import KMP_PREFIX, remove_kmp_files
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 

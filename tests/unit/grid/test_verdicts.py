@@ -7,8 +7,8 @@ from store.layout import StoreLayout
 from store.read import connect
 from store.writer import write_ok_attempt
 from vocab.schema import EquivalenceConfig
-from workers.load import RequestRecord
-from workers.probe import ProbeRow
+from workers.load.client import RequestRecord
+from workers.load.probe import ProbeRow
 
 VAN = ["def f():\n    return 1", "x = 2", "print('hi')", "for i in range(3): pass"]
 # These stores hold 4 prompts; the paired gate's minimum is lowered to match, and its margin

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 from lever_plugins.controller import DynamicK
 from lever_plugins.dynk import DynkHook
-from workers.dynk_log import parse_log
+from workers.signals.dynk_log import parse_log
 
 PROPOSER = SimpleNamespace(num_speculative_tokens=12, max_model_len=2048)
 

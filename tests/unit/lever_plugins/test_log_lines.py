@@ -1,7 +1,7 @@
 from lever_plugins.controller import DynamicK
 from lever_plugins.log_lines import dynk_line, kpad_line
 from lever_plugins.pad_policy import PadStats
-from workers.dynk_log import last_stats, parse_line, parse_log
+from workers.signals.dynk_log import last_stats, parse_line, parse_log
 
 
 def test_dynk_line_round_trips_through_the_harness_parser():

@@ -10,7 +10,7 @@ from store.read import connect, ok_attempts
 from store.writer import write_ok_attempt
 from tests.unit.store.damage import flip_middle, names_only, truncate
 from tests.unit.store.test_writer_read import records, tags
-from workers.probe import ProbeRow
+from workers.load.probe import ProbeRow
 
 
 def two_cells(root):

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 from store.layout import StoreLayout
 from store.read import connect, has_view
 from store.writer import write_ok_attempt
-from workers.load import RequestRecord
+from workers.load.client import RequestRecord
 
 
 def record():

@@ -5,8 +5,8 @@ import pandas as pd
 from store.layout import StoreLayout
 from store.read import attempts, connect, ok_attempts
 from store.writer import write_failed_attempt, write_ok_attempt
-from workers.load import RequestRecord
-from workers.probe import ProbeRow
+from workers.load.client import RequestRecord
+from workers.load.probe import ProbeRow
 
 
 def records(n):

@@ -12,7 +12,7 @@ import pytest
 from grid.compose import RUN_MODES, nested_schemas
 from grid.expand import ENGINE_REUSE
 from vocab import schema
-from workers.traces import FORMATS
+from workers.load.traces import FORMATS
 
 # Owned by another change in flight (analysis/equivalence.py's thresholds); its ranges are
 # listed in that change's notes. Remove it from here once its fields carry RANGE.

@@ -1,0 +1,102 @@
+"""Validity gates of a cell: each a named pass/fail column, all needed for VALID. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vocab.schema import GateConfig
+
+
+@dataclass(frozen=True)
+class GateInputs:
+    """The measured figures the gates judge."""
+
+    window_s: float | None
+    requests_in_window: int
+    errors: int
+    # Mean of the server's own running-requests gauge inside the window
+    # (workers/signals/server_load.py); None when it was not sampled there.
+    server_running_mean: float | None
+    concurrency: int
+    client_cpu_share: float
+    loop_lag_p99_ms: float
+    # Output tokens the client received: the streamed token ids, summed.
+    client_output_tokens: float
+    server_output_tokens: float | None
+    # Requests whose streamed token ids do not add up to their usage.completion_tokens,
+    # and requests that reported no token ids at all (load.token_ids off or unsupported).
+    stream_usage_mismatches: int = 0
+    requests_without_token_ids: int = 0
+    # Server gauges and counters quoted when concurrency is not held.
+    server_waiting_max: float | None = None
+    server_preemptions: float = 0.0
+    # Of the time EngineCore's (and workers') threads were runnable over the measured
+    # load, the share they waited for a core (workers/signals/host.py); None: not read
+    # (no /proc, or no engine process found), which this gate does not judge.
+    engine_wait_share: float | None = None
+
+
+def token_mismatch(client_tokens: float, server_tokens: float | None) -> float | None:
+    """|client - server| / server output tokens; None when the server reported nothing."""
+    if not server_tokens:
+        return None
+    return abs(client_tokens - server_tokens) / server_tokens
+
+
+def concurrency_words(inputs: GateInputs, held: float, gates: GateConfig) -> str:
+    if inputs.server_running_mean is None:
+        return "server running-requests gauge not sampled inside the window"
+    return (
+        f"server ran {held:.0%} of concurrency {inputs.concurrency} < {gates.min_concurrency_held:.0%} "
+        f"(waiting max {inputs.server_waiting_max or 0:.0f}, preemptions {inputs.server_preemptions:.0f})"
+    )
+
+
+def evaluate(inputs: GateInputs, gates: GateConfig) -> dict[str, object]:
+    """Gate columns (gate_* booleans), `valid`, and `invalid_reasons` in words.
+
+    concurrency held: the server's running-requests gauge, not the client's own
+    in-flight count (which a closed loop holds by construction). tokens
+    reconciled: the streamed token ids (what the headline throughput counts)
+    against the server's generation_tokens delta. stream tokens: per request,
+    the streamed token ids add up to the server's usage.completion_tokens.
+    engine not starved: EngineCore's run-queue wait share over the measured load
+    (something else ran on its cores: the client, a neighbour, a hog).
+    """
+    mismatch = token_mismatch(inputs.client_output_tokens, inputs.server_output_tokens)
+    held = (inputs.server_running_mean or 0.0) / inputs.concurrency
+    checks = {
+        "gate_window": (inputs.window_s or 0.0) >= gates.min_window_s,
+        "gate_requests": inputs.requests_in_window >= gates.min_requests,
+        "gate_no_errors": inputs.errors == 0,
+        "gate_concurrency_held": held >= gates.min_concurrency_held,
+        "gate_client_cpu": inputs.client_cpu_share <= gates.max_client_cpu_share,
+        "gate_loop_lag": inputs.loop_lag_p99_ms <= gates.max_loop_lag_ms,
+        "gate_tokens_reconciled": mismatch is not None and mismatch <= gates.max_token_mismatch,
+        "gate_stream_tokens": inputs.stream_usage_mismatches == 0 and inputs.requests_without_token_ids == 0,
+        "gate_engine_not_starved": inputs.engine_wait_share is None
+        or inputs.engine_wait_share <= gates.max_engine_wait_share,
+    }
+    words = {
+        "gate_window": f"window {inputs.window_s or 0:.1f} s < {gates.min_window_s} s",
+        "gate_requests": f"{inputs.requests_in_window} requests in window < {gates.min_requests}",
+        "gate_no_errors": f"{inputs.errors} errors",
+        "gate_concurrency_held": concurrency_words(inputs, held, gates),
+        "gate_client_cpu": f"client CPU {inputs.client_cpu_share:.0%} > {gates.max_client_cpu_share:.0%}",
+        "gate_loop_lag": f"event-loop lag p99 {inputs.loop_lag_p99_ms:.1f} ms > {gates.max_loop_lag_ms} ms",
+        "gate_tokens_reconciled": "server reported no tokens"
+        if mismatch is None
+        else f"streamed/server tokens differ by {mismatch:.2%}",
+        "gate_stream_tokens": f"{inputs.stream_usage_mismatches} requests' streamed token ids do not add up "
+        f"to their usage, {inputs.requests_without_token_ids} reported no token ids",
+        "gate_engine_not_starved": f"engine host threads starved: EngineCore waited for a core "
+        f"{inputs.engine_wait_share or 0:.0%} of its runnable time > {gates.max_engine_wait_share:.0%}",
+    }
+    failed = [words[name] for name, ok in checks.items() if not ok]
+    return {
+        **checks,
+        "concurrency_held": held,
+        "token_mismatch": mismatch,
+        "valid": not failed,
+        "invalid_reasons": "; ".join(failed) or None,
+    }
