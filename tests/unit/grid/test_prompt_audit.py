@@ -54,6 +54,10 @@ def test_a_corpus_sharing_prompts_with_an_earlier_one_on_the_engine_stops_the_ru
     check_no_repeats(
         audit_groups(groups_for(tmp_path, [a, mix], "grid.engine_reuse=per_corpus"), tmp_path, 8)
     )
+    # A shared launch resets the engine before every cell: one launch, and still nothing old to it.
+    shared = groups_for(tmp_path, [a, mix], "grid.engine_reuse=shared")
+    assert len(shared) == 1 and len(shared[0].cells) == 2
+    check_no_repeats(audit_groups(shared, tmp_path, 8))
 
 
 def test_a_corpus_too_small_is_named_with_its_size(tmp_path):
