@@ -188,6 +188,19 @@ class DynkHook:
         self.flusher.start()
 
 
+def hook_from_env() -> DynkHook:
+    """The hook at this process's LEVER_DYNK_* settings (also the switch's: lever_plugins/switch.py)."""
+    controller = DynamicK(
+        ks=env.ks_setting(ENV_KS, DEFAULT_KS),
+        token_cost=env.float_setting(ENV_TOKEN_COST, DEFAULT_TOKEN_COST),
+    )
+    return DynkHook(
+        controller=controller,
+        log_every_steps=env.int_setting(ENV_LOG_EVERY_STEPS, env.DEFAULT_LOG_EVERY_STEPS),
+        idle_flush_s=env.float_setting(ENV_IDLE_FLUSH_S, DEFAULT_IDLE_FLUSH_S),
+    )
+
+
 def register() -> None:
     """vLLM general-plugin entry point: install the controller when LEVER_DYNK=1."""
     if not env.enabled(ENV_FLAG):
@@ -195,15 +208,7 @@ def register() -> None:
     from lever_plugins.dispatch_patch import install_observer
     from lever_plugins.proposer_patch import install
 
-    controller = DynamicK(
-        ks=env.ks_setting(ENV_KS, DEFAULT_KS),
-        token_cost=env.float_setting(ENV_TOKEN_COST, DEFAULT_TOKEN_COST),
-    )
-    hook = DynkHook(
-        controller=controller,
-        log_every_steps=env.int_setting(ENV_LOG_EVERY_STEPS, env.DEFAULT_LOG_EVERY_STEPS),
-        idle_flush_s=env.float_setting(ENV_IDLE_FLUSH_S, DEFAULT_IDLE_FLUSH_S),
-    )
+    hook = hook_from_env()
     # Observe only where this hook was installed: a second register() in one process keeps the first pair.
     if install(hook):
         install_observer(hook.observe_mode)

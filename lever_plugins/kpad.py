@@ -50,10 +50,15 @@ class KPadHook:
         return shaped
 
 
+def hook_from_env() -> KPadHook:
+    """The hook at this process's LEVER_KPAD_* settings (also the switch's: lever_plugins/switch.py)."""
+    return KPadHook(log_every_steps=env.int_setting(ENV_LOG_EVERY_STEPS, env.DEFAULT_LOG_EVERY_STEPS))
+
+
 def register() -> None:
     """vLLM general-plugin entry point: wrap the suffix proposer when LEVER_KPAD=1."""
     if not env.enabled(ENV_FLAG):
         return
     from lever_plugins.proposer_patch import install
 
-    install(KPadHook(log_every_steps=env.int_setting(ENV_LOG_EVERY_STEPS, env.DEFAULT_LOG_EVERY_STEPS)))
+    install(hook_from_env())

@@ -69,30 +69,9 @@ class SwitchHook:
 
 def build_hooks() -> dict[str, Any]:
     """kpad and dynk hooks at the settings in this process's environment (their own modules' variables)."""
-    from lever_plugins.controller import DEFAULT_KS, DEFAULT_TOKEN_COST, DynamicK
-    from lever_plugins.dynk import (
-        DEFAULT_IDLE_FLUSH_S,
-        ENV_IDLE_FLUSH_S,
-        ENV_KS,
-        ENV_TOKEN_COST,
-        DynkHook,
-    )
-    from lever_plugins.dynk import ENV_LOG_EVERY_STEPS as DYNK_LOG_EVERY
-    from lever_plugins.kpad import ENV_LOG_EVERY_STEPS as KPAD_LOG_EVERY
-    from lever_plugins.kpad import KPadHook
+    from lever_plugins import dynk, kpad
 
-    controller = DynamicK(
-        ks=env.ks_setting(ENV_KS, DEFAULT_KS),
-        token_cost=env.float_setting(ENV_TOKEN_COST, DEFAULT_TOKEN_COST),
-    )
-    return {
-        "kpad": KPadHook(log_every_steps=env.int_setting(KPAD_LOG_EVERY, env.DEFAULT_LOG_EVERY_STEPS)),
-        "dynk": DynkHook(
-            controller=controller,
-            log_every_steps=env.int_setting(DYNK_LOG_EVERY, env.DEFAULT_LOG_EVERY_STEPS),
-            idle_flush_s=env.float_setting(ENV_IDLE_FLUSH_S, DEFAULT_IDLE_FLUSH_S),
-        ),
-    }
+    return {"kpad": kpad.hook_from_env(), "dynk": dynk.hook_from_env()}
 
 
 def register() -> None:

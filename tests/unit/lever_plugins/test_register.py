@@ -5,9 +5,10 @@ from lever_plugins import env
 
 CHECK_NOOP = """
 import sys
-from lever_plugins import dynk, kpad
+from lever_plugins import dynk, kpad, switch
 kpad.register()
 dynk.register()
+switch.register()
 assert "vllm" not in sys.modules, "register() without its env var must not import vLLM"
 assert "torch" not in sys.modules
 """
@@ -29,3 +30,13 @@ def test_settings(monkeypatch):
     assert env.ks_setting("X_KS", (8,)) == (8,)
     monkeypatch.setenv("X_N", "")
     assert env.int_setting("X_N", 7) == 7
+
+
+def test_the_switch_builds_kpad_and_dynk_at_their_own_settings(monkeypatch):
+    from lever_plugins.switch import build_hooks
+
+    monkeypatch.setenv("LEVER_DYNK_KS", "4,6,8")
+    monkeypatch.setenv("LEVER_KPAD_LOG_EVERY_STEPS", "7")
+    hooks = build_hooks()
+    assert hooks["dynk"].controller.ks == (4, 6, 8)
+    assert hooks["kpad"].log_every_steps == 7
