@@ -47,6 +47,27 @@ def cache_state(cache: Any) -> dict[str, Any]:
     }
 
 
+def hook_counters(hook: Any) -> dict[str, dict[str, int]]:
+    """Cumulative counters of each draft hook in the engine (a switch's inner hooks, or the one
+    installed): steps it shaped and the drafts it wrote, padded and truncated (pad_policy.PadStats)."""
+    hooks = getattr(hook, "hooks", None) or ({hook.name: hook} if hook is not None else {})
+    out = {}
+    for name, inner in hooks.items():
+        stats = getattr(inner, "stats", None)
+        if stats is None:
+            continue
+        controller = getattr(inner, "controller", None)
+        steps = controller.steps if controller is not None else getattr(inner, "steps", 0)
+        out[name] = {
+            "steps": int(steps),
+            "drafts": int(stats.drafts),
+            "draft_tokens": int(stats.draft_tokens),
+            "padded_tokens": int(stats.padded_tokens),
+            "truncated_tokens": int(stats.truncated_tokens),
+        }
+    return out
+
+
 def empty_like(cache: Any) -> Any:
     """A new, empty cache of the same class at the same settings."""
     return type(cache)(max_tree_depth=cache.max_tree_depth, max_cached_requests=cache.max_cached_requests)
@@ -81,6 +102,8 @@ class ResetExtension:
             "hook": getattr(hook, "name", None),
             # The hook that shapes drafts now: the switch's active one, else the installed hook's name.
             "active_hook": active_hook_name(hook, drafter),
+            # Read before and after a cell's measured load: the plugin's counters for that window.
+            "hook_counters": hook_counters(hook),
         }
 
     def lever_reset_drafter(self, hook_name: str | None = None) -> dict[str, Any]:

@@ -29,10 +29,10 @@ from vocab.errors import EngineError, GridError
 from vocab.groups import EngineGroup
 from vocab.schema import EquivalenceConfig, GateConfig
 from workers.engine import registry as engine_registry
-from workers.engine.args import launch_argv, launch_env, served_name
+from workers.engine.args import RESET_EXTENSION, launch_argv, launch_env, served_name
 from workers.engine.log import read_effective_config
 from workers.engine.process import LOG_TAIL_LINES, Engine, exit_description, log_tail, new_endpoint
-from workers.engine.reset import ResetReport, reset_engine
+from workers.engine.reset import ResetReport, hook_window_columns, read_hook_counters, reset_engine
 from workers.engine.served import ServedPrompts
 from workers.engine.tree import (
     API_SERVER,
@@ -365,6 +365,9 @@ def run_cell(
         log_offset = cudagraph_log.wait_for_table(engine.log_path, log_offset, flush_s)
     # dynk's warm-up totals land in its log before the window opens (returns at once for other levers).
     dynk_offset = dynk_log.wait_for_idle_line(engine.log_path)
+    # The plugin's own counters around the window, through the reset extension where it is loaded.
+    hook = plugin_hook(cell, engine)
+    hooks_before = read_hook_counters(endpoint.base_url, endpoint.api_key) if hook else None
     # The measured load, from the counters read before it to the one after it.
     stage.name = "measured load"
     before = scrape(endpoint.base_url, endpoint.api_key)
@@ -382,6 +385,7 @@ def run_cell(
     clock.lap("measure")
     measured_end = cudagraph_log.log_size(engine.log_path)
     delta = scrape(endpoint.base_url, endpoint.api_key).minus(before)
+    hooks_after = read_hook_counters(endpoint.base_url, endpoint.api_key) if hook else None
     stage.name = "drain after the measured load"
     summary = summarize(
         records,
@@ -411,6 +415,7 @@ def run_cell(
     # The first table logged after the measured requests holds their last steps (the probe comes after).
     log_end = cudagraph_log.wait_for_table(engine.log_path, measured_end, flush_s) if tables else None
     summary.update(cudagraph_log.columns_since(engine.log_path, log_offset, log_end))
+    summary.update(hook_window_columns(hook, hooks_before, hooks_after))
     # On a shared launch the dynk hook's lines go on while other levers run: only a dynk cell reads them.
     if cell.engine_spec.lever.requires_plugin == "dynk":
         summary.update(dynk_log.columns_when_idle(engine.log_path, dynk_offset))
@@ -475,6 +480,13 @@ def run_cell_probe(
     except ProbeError as exc:
         return [], {"probe_prompts": 0, "probe_positions": 0, "probe_error": str(exc)[:500]}
     return rows, {"probe_prompts": len(chosen), "probe_positions": len(rows), "probe_error": None}
+
+
+def plugin_hook(cell: Cell, engine: Engine) -> str | None:
+    """The plugin hook (kpad, dynk) whose counters the cell reads through the reset extension, or
+    None: a lever without a plugin, or an engine launched without the extension."""
+    hook = draft_hook(cell.engine_spec.lever)
+    return hook if hook in ("kpad", "dynk") and RESET_EXTENSION in engine.argv else None
 
 
 def missing_plugin(group: EngineGroup, log_path: Path) -> str | None:

@@ -73,5 +73,22 @@ def test_only_kpad_pads_to_k_and_only_dynk_counts_its_k_steps(shared):
         assert sum(json.loads(raw).values()) > 0
 
 
+def test_each_plugin_cell_records_its_own_hooks_counters_for_its_window(shared):
+    """Read through the reset extension before and after the measured load (workers/engine/reset.py)."""
+    _, _, cells = shared
+    by_lever = {lever: group for lever, group in cells.groupby("lever")}
+    kpad = by_lever["bestkpad"]
+    assert (kpad["hook_drafts"] > 0).all()
+    assert (kpad["hook_draft_tokens"] == K * kpad["hook_drafts"]).all()  # every draft padded to K
+    assert kpad["hook_padded_share"].between(0, 1, inclusive="neither").all()
+    assert (by_lever["dynk"]["hook_steps"] > 0).all() and (by_lever["dynk"]["hook_drafts"] > 0).all()
+    assert by_lever["suffix"]["hook_drafts"].isna().all()
+    for row in cells[cells["lever"] != "suffix"].itertuples():
+        print(
+            f"{row.lever} r{row.repeat}: hook {row.hook_drafts} drafts / {row.hook_draft_tokens} tokens, "
+            f"vLLM {row.srv_spec_draft_tokens} draft tokens; padded share {row.hook_padded_share:.3f}"
+        )
+
+
 def test_no_engine_process_is_left(shared):
     assert not (left := engine_processes()), describe(left)

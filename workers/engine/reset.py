@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RESET_METHOD = "lever_reset_drafter"
+STATE_METHOD = "lever_drafter_state"
+HOOK_COUNTERS = ("steps", "drafts", "draft_tokens", "padded_tokens", "truncated_tokens")
 DEFAULT_TIMEOUT_S = 30.0
 
 
@@ -153,3 +155,37 @@ def reset_engine(
         report.problem = f"reset failed: {type(exc).__name__}: {exc}"
     report.seconds = time.perf_counter() - start
     return report
+
+
+def read_hook_counters(base_url: str, api_key: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict | None:
+    """The draft hooks' cumulative counters as the first worker reports them (every rank shapes the
+    same drafts), or None when the engine does not answer (no reset extension, or an error)."""
+    try:
+        answer = post(
+            base_url, "/collective_rpc", api_key, {"method": STATE_METHOD, "timeout": timeout_s}, timeout_s
+        )
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    workers = answer.get("results") if isinstance(answer, dict) else None
+    first = workers[0] if workers and isinstance(workers[0], dict) else None
+    counters = first.get("hook_counters") if first else None
+    return counters if isinstance(counters, dict) else None
+
+
+def hook_window_columns(hook: str | None, before: dict | None, after: dict | None) -> dict[str, Any]:
+    """A cell's `hook_*` columns: what its own draft hook (kpad or dynk) did inside the measured
+    load, the counters after less those before; None where the cell has no plugin hook or a read failed.
+
+    hook_padded_share: padded tokens / draft tokens, the share of verified draft tokens that the
+    proposer did not draft (kpad pads every draft to K; dynk to its chosen K).
+    """
+    columns: dict[str, Any] = {f"hook_{name}": None for name in HOOK_COUNTERS}
+    columns["hook_padded_share"] = None
+    if hook is None or before is None or after is None or hook not in after:
+        return columns
+    start = before.get(hook) or {}
+    for name in HOOK_COUNTERS:
+        columns[f"hook_{name}"] = int(after[hook].get(name, 0)) - int(start.get(name, 0))
+    tokens = columns["hook_draft_tokens"]
+    columns["hook_padded_share"] = columns["hook_padded_tokens"] / tokens if tokens else None
+    return columns

@@ -97,3 +97,19 @@ def test_an_engine_without_a_drafter_resets_nothing_of_its_own():
     answer = worker(None).lever_reset_drafter()
     assert answer["reset"] is True and answer["after"]["active_hook"] is None
     assert worker(None).lever_reset_drafter("kpad")["reset"] is False
+
+
+def test_the_state_reports_each_hooks_counters_for_the_harness_window():
+    from lever_plugins.pad_policy import PadStats
+    from lever_plugins.reset_ext import hook_counters
+    from lever_plugins.switch import build_hooks
+
+    hook = SwitchHook(hooks=build_hooks())
+    hook.hooks["kpad"].steps = 3
+    hook.hooks["kpad"].stats.add(PadStats(drafts=4, draft_tokens=32, padded_tokens=10, truncated_tokens=1))
+    counters = hook_counters(hook)
+    assert counters["kpad"] == {
+        "steps": 3, "drafts": 4, "draft_tokens": 32, "padded_tokens": 10, "truncated_tokens": 1,
+    }  # fmt: skip
+    assert counters["dynk"]["drafts"] == 0 and counters["dynk"]["steps"] == 0
+    assert hook_counters(None) == {}

@@ -82,3 +82,23 @@ def test_a_reset_asks_for_the_cells_hook_and_fails_when_another_is_left_active(m
     sent.clear()
     monkeypatch.setattr("workers.engine.reset.post", answer("suffix"))
     assert reset_engine("http://x", "k").ok and "args" not in sent[0][1]  # a launch of one lever
+
+
+def test_a_cells_hook_columns_are_its_own_hooks_counters_inside_the_window():
+    from workers.engine.reset import hook_window_columns
+
+    before = {
+        "kpad": {"steps": 5, "drafts": 10, "draft_tokens": 80, "padded_tokens": 30},
+        "dynk": {"steps": 9},
+    }
+    after = {
+        "kpad": {"steps": 8, "drafts": 16, "draft_tokens": 128, "padded_tokens": 54},
+        "dynk": {"steps": 9},
+    }
+    columns = hook_window_columns("kpad", before, after)
+    assert columns["hook_drafts"] == 6 and columns["hook_draft_tokens"] == 48
+    assert columns["hook_padded_share"] == 24 / 48
+    assert hook_window_columns("dynk", before, after)["hook_steps"] == 0
+    # No plugin hook, or a read that failed: every column None, never 0.
+    for hook, b, a in ((None, before, after), ("kpad", None, after), ("kpad", before, None)):
+        assert all(v is None for v in hook_window_columns(hook, b, a).values())
