@@ -485,7 +485,9 @@ def run_cell_probe(
 def plugin_hook(cell: Cell, engine: Engine) -> str | None:
     """The plugin hook (kpad, dynk) whose counters the cell reads through the reset extension, or
     None: a lever without a plugin, or an engine launched without the extension."""
-    hook = draft_hook(cell.engine_spec.lever)
+    # The plugin the lever needs names its hook, on a shared launch or one of its own alike
+    # (reset_ext.hook_counters keys both by it), as the dynk columns below are chosen.
+    hook = cell.engine_spec.lever.requires_plugin
     return hook if hook in ("kpad", "dynk") and RESET_EXTENSION in engine.argv else None
 
 
