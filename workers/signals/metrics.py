@@ -40,11 +40,21 @@ def median_or_none(values: Sequence[float | None]) -> float | None:
 
 
 def whole_run_output_tok_per_s(records: Sequence[RequestRecord]) -> float | None:
-    """Completed output tokens / (first send to last completion), as `vllm bench serve` computes it."""
+    """Completed output tokens / (first send to the last request's end): `vllm bench serve`'s
+    'Output token throughput', for the same requests.
+
+    vllm bench (vllm/benchmarks/serve.py) starts its clock before the first request goes out and
+    stops it once every request has returned, failed ones included (`asyncio.gather` over all of
+    them); its tokens are the server's `usage.completion_tokens` of the requests that succeeded.
+    So the span here ends at the last end of any request, not only of a successful one. The span
+    holds the drain (the last requests finishing at falling concurrency), which the steady-state
+    window leaves out: where a lever's speed depends on concurrency, as drafting's does, the two
+    figures' lever ratios differ by design (workers/load/windows.py).
+    """
     done = ok(records)
     if not done:
         return None
-    duration_ns = max(r.end_ns for r in done) - min(r.send_ns for r in records)
+    duration_ns = max(r.end_ns for r in records) - min(r.send_ns for r in records)
     tokens = sum(r.completion_tokens or 0 for r in done)
     return tokens / (duration_ns / 1e9) if duration_ns > 0 else None
 

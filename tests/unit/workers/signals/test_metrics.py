@@ -32,6 +32,17 @@ def test_whole_run_throughput_counts_ok_requests_from_first_send():
     assert metrics.whole_run_output_tok_per_s(records) == pytest.approx(200.0)
 
 
+def test_whole_run_span_ends_with_the_last_request_of_any_outcome():
+    # vllm bench serve's clock stops when every request has returned, a failed one too: a request
+    # that fails last (here a timeout at 3 s) is in the span, its tokens are not.
+    records = [
+        rec(0, [1], 1_000_000_000, tokens=100),
+        rec(500_000_000, [1], 2_000_000_000, tokens=300),
+        rec(600_000_000, [], 4_000_000_000, tokens=None, error="TimeoutError"),
+    ]
+    assert metrics.whole_run_output_tok_per_s(records) == pytest.approx(100.0)
+
+
 def test_spec_ratios_are_none_without_drafts():
     assert metrics.acceptance_rate(0, 0) is None
     assert metrics.acceptance_rate(3, 12) == 0.25
