@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-done
 ASSETS := .cache/models/SmolLM2-135M-Instruct/config.json
 ARGS ?=
+# The slowest tests and the time per test directory against tests/budgets.toml, at the end of each run.
+DURATIONS := --durations=30
 
 .DEFAULT_GOAL := help
 
@@ -37,20 +39,20 @@ report: setup ## Write the HTML report of an experiment (default smoke) into res
 
 test: assets ## All tests: unit, report/notebooks (headless chromium), real CPU engine and plugins, scheduling/faults
 	bash scripts/install_chromium.sh
-	$(PY) -m pytest -q tests/unit tests/report tests/engine tests/plugins_engine tests/scheduling $(ARGS)
+	$(PY) -m pytest -q $(DURATIONS) tests/unit tests/report tests/engine tests/plugins_engine tests/scheduling $(ARGS)
 
 test-unit: setup ## Unit tests only (no engine, seconds)
-	$(PY) -m pytest -q tests/unit $(ARGS)
+	$(PY) -m pytest -q $(DURATIONS) tests/unit $(ARGS)
 
 test-scheduling: setup ## Scheduling and fault tests on a fake 3-node cluster (stand-in engine)
-	$(PY) -m pytest -q tests/scheduling $(ARGS)
+	$(PY) -m pytest -q $(DURATIONS) tests/scheduling $(ARGS)
 
 test-report: setup ## HTML report in headless chromium + notebooks via nbclient (~40 s)
 	bash scripts/install_chromium.sh
-	$(PY) -m pytest -q tests/report $(ARGS)
+	$(PY) -m pytest -q $(DURATIONS) tests/report $(ARGS)
 
 test-engine: assets ## Tests that start the real CPU engine (grid, failures, the lever plugins)
-	$(PY) -m pytest -q tests/engine tests/plugins_engine $(ARGS)
+	$(PY) -m pytest -q $(DURATIONS) tests/engine tests/plugins_engine $(ARGS)
 
 bench: assets ## Client CPU per token vs vllm bench serve (stub), then both on the real CPU engine
 	$(PY) -m benchmarks.client_overhead

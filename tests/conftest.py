@@ -45,3 +45,35 @@ def store_root(request, tmp_path):
         return tmp_path / "store"
     url, options = request.getfixturevalue("s3_url")
     return open_store(url, options)
+
+
+# Seconds and tests per budgeted directory (tests/budgets.py), summed over setup, call and teardown.
+_SPENT_S: dict[str, float] = {}
+_TESTS: dict[str, int] = {}
+
+
+def pytest_runtest_logreport(report):
+    from tests.budgets import directory_of
+
+    name = directory_of(report.nodeid)
+    _SPENT_S[name] = _SPENT_S.get(name, 0.0) + report.duration
+    if report.when == "setup":
+        _TESTS[name] = _TESTS.get(name, 0) + 1
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter):
+    """The time each test directory took against its budget (tests/budgets.toml); over it warns only."""
+    from tests.budgets import budget_table, load_budgets, over_budget
+
+    if not _SPENT_S:
+        return
+    budgets = load_budgets()
+    terminalreporter.section("time per test directory (budgets: tests/budgets.toml)")
+    for line in budget_table(_SPENT_S, _TESTS, budgets):
+        terminalreporter.write_line(line, red=line.endswith(("OVER", "tests/budgets.toml")))
+    if over := over_budget(_SPENT_S, budgets):
+        terminalreporter.write_line(
+            f"over budget or without one: {', '.join(over)} (a warning, not a failure: see tests/budgets.py)",
+            yellow=True,
+        )
