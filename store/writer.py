@@ -16,9 +16,8 @@ import pyarrow as pa
 
 from store.atomic import write_json, write_parquet
 from store.layout import MANIFEST, PROBE, REQUESTS, SCHEMA_VERSION, SUMMARY, StoreLayout
+from store.records import ProbeRow, RequestRecord
 from store.verify import file_entry
-from workers.load.client import RequestRecord
-from workers.load.probe import ProbeRow
 
 # The columns every per-attempt table starts with (the attempt's tags).
 TAG_FIELDS = [

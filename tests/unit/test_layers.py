@@ -16,9 +16,9 @@ from vocab.paths import project_path
 # Package -> top-level packages of this project it must never import.
 FORBIDDEN = {
     "vocab": {"grid", "workers", "analysis", "experiments", "assets", "lever_plugins"},
-    # store.writer takes the workers' record types (RequestRecord, ProbeRow) it writes; vocab is above
-    # store (vocab.paths opens stores), so store speaks neither it nor grid.
-    "store": {"grid", "analysis", "experiments", "assets", "vocab"},
+    # The store owns the record types it writes (store/records.py: RequestRecord, ProbeRow), which
+    # the workers fill; vocab is above store (vocab.paths opens stores), so store speaks none of them.
+    "store": {"grid", "workers", "analysis", "experiments", "assets", "vocab"},
     "workers": {"grid", "analysis", "experiments"},
     "analysis": {"grid", "workers", "experiments"},
     # Runs inside vLLM's processes: the harness's own modules are not there to import.

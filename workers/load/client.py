@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from array import array
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from store.records import RequestRecord
 from workers.load.http1 import Connection, MalformedResponse, ReadBatcher, Response, parse_response
 from workers.load.prompts import Prompt
 from workers.load.sse import decode_response
@@ -29,35 +29,6 @@ if TYPE_CHECKING:  # annotations only: the client imports no config system (hydr
 KEEPALIVE_S = 2.0
 ENCODE = msgspec.json.Encoder().encode
 T = TypeVar("T")
-
-
-@dataclass
-class RequestRecord:
-    """One request as measured: raw perf-counter timestamps and the server's counts."""
-
-    request_idx: int
-    prompt_id: str
-    phase: str
-    send_ns: int
-    end_ns: int = 0
-    # perf_counter_ns of each content chunk: array('q') (8 bytes a chunk; lists are converted).
-    chunk_ns: array = field(default_factory=lambda: array("q"))
-    # Tokens in each content chunk (server token_ids), array('i'); None if not reported.
-    chunk_tokens: array | None = None
-    n_chunks: int = 0
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    finish_reason: str | None = None
-    http_status: int | None = None
-    error_type: str | None = None
-    error_message: str | None = None
-    output_text: str = ""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.chunk_ns, array):
-            self.chunk_ns = array("q", self.chunk_ns)
-        if self.chunk_tokens is not None and not isinstance(self.chunk_tokens, array):
-            self.chunk_tokens = array("i", self.chunk_tokens)
 
 
 @dataclass(frozen=True)

@@ -18,21 +18,11 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from typing import Any
 
+from store.records import ProbeRow
 from workers.load.client import prompt_text
 from workers.load.prompts import Prompt
-
-
-@dataclass(frozen=True)
-class ProbeRow:
-    """One scored position: the top-k token ids and their logprobs, most likely first."""
-
-    prompt_id: str
-    position: int
-    token_ids: list[int]
-    logprobs: list[float]
 
 
 class ProbeError(RuntimeError):
