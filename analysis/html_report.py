@@ -18,6 +18,7 @@ from analysis.confirmation import confirmation_words
 from analysis.gpu_time import share_line
 from analysis.sessions import session_summary
 from analysis.study import Study
+from analysis.summary import PAIR_EXPORT_HEADERS, block_verdicts
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 1200px; color: #222; }
@@ -143,7 +144,8 @@ def launch_sections(measured: pd.DataFrame) -> list[str]:
     parts += [f"<p class='note'>{html.escape(variance.DISPLAY_NOTE)}.</p>", table_html(shown)]
     pairs = blocks.paired_by_block(measured)
     if not pairs.empty:
-        shown = pd.DataFrame(blocks.display_rows(pairs), columns=blocks.PAIR_HEADERS)
+        rows = [[*r, v] for r, v in zip(blocks.display_rows(pairs), block_verdicts(pairs), strict=True)]
+        shown = pd.DataFrame(rows, columns=PAIR_EXPORT_HEADERS)
         parts += ["<h3>Paired by block</h3>", f"<p class='note'>{html.escape(blocks.PAIR_NOTE)}.</p>"]
         parts.append(table_html(shown))
     return parts

@@ -20,7 +20,7 @@ from rich.console import Console
 from analysis import blocks, variance
 from analysis.decision import judge
 from analysis.drift import drift_band, session_drift
-from analysis.load import cell_label, invalid_left_out, left_out
+from analysis.load import anchor_runs, cell_label, invalid_left_out, left_out
 from analysis.medians import lever_medians
 from analysis.repeats import aggregate_repeats
 from store.read import connect, has_view
@@ -75,6 +75,8 @@ def latest_cells(root: Path, session_id: str | None = None, checksums: bool = Tr
         if name not in frame.columns:
             frame[name] = None
     frame.attrs["left_out"] = left_out(con, measured, session_id=session_id)
+    # The drift anchors of the frame's sessions: the exports judge each configuration's x van by them.
+    frame.attrs["anchors"] = anchor_runs(con, set(frame["session_id"]))
     return frame
 
 
@@ -209,7 +211,22 @@ PAIR_COLUMNS = [
     Col("ratio [95% CI]", "left", no_wrap=False, want=16),
     Col("blocks"),
     Col("launches"),
+    Col("verdict", "left", no_wrap=False, want=12),
 ]
+PAIR_EXPORT_HEADERS = [*blocks.PAIR_HEADERS, "verdict"]
+
+
+def block_verdict(lo: float, hi: float) -> str:
+    """A paired-by-block ratio's verdict: never judged by analysis/decision.py's rule (it judges repeats
+    against van beyond the drift band); what its interval says of 1 is given beside."""
+    if pd.isna(lo) or pd.isna(hi):
+        return "not judged (no interval)"
+    where = "above 1" if lo > 1 else "below 1" if hi < 1 else "holds 1"
+    return f"not judged (interval {where})"
+
+
+def block_verdicts(pairs: pd.DataFrame) -> list[str]:
+    return [block_verdict(lo, hi) for lo, hi in zip(pairs["ci_lo"], pairs["ci_hi"], strict=True)]
 
 
 def launch_tables(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame] | None:
@@ -235,7 +252,10 @@ def render_launch_tables(frame: pd.DataFrame, console: Console) -> None:
         print_table(console, "variance components: ln out tok/s", VARIANCE_COLUMNS, rows, ["missing because"])
         console.print(variance.DISPLAY_NOTE, markup=False, highlight=False)
     if not pairs.empty:
-        rows = blocks.display_rows(pairs)
+        rows = [
+            [*row, verdict]
+            for row, verdict in zip(blocks.display_rows(pairs), block_verdicts(pairs), strict=True)
+        ]
         title = "paired by block (levers sharing a launch)"
         print_table(console, title, PAIR_COLUMNS, rows, ["launch config"])
         console.print(blocks.PAIR_NOTE, markup=False, highlight=False)
@@ -246,8 +266,16 @@ def _records(table: pd.DataFrame) -> list[dict]:
     return json.loads(table.to_json(orient="records"))
 
 
-# `python -m grid summary format=json|csv`: one record per cell, these fields (null where the
-# store has none); the store's every column is in the DuckDB views (store.read.connect).
+# `python -m grid summary format=json|csv|md`: one record per cell, these fields (null where the
+# store has none); the store's every column is in the DuckDB views (store.read.connect). No ratio
+# goes out alone: each has its n, interval and verdict beside it (RATIO_COMPANIONS; a test scans
+# every export for them). speedup_vs_van is one cell over one van cell (one pair: n=1, no interval,
+# never judged); x_van is the configuration's ratio over its repeats, judged by analysis/decision.py.
+RATIO_COMPANIONS = {
+    "speedup_vs_van": ("speedup_vs_van_n", "speedup_vs_van_ci_lo", "speedup_vs_van_ci_hi",
+                       "speedup_vs_van_verdict"),
+    "x_van": ("x_van_n", "x_van_n_van", "x_van_ci_lo", "x_van_ci_hi", "x_van_label", "x_van_verdict"),
+}  # fmt: skip
 EXPORT_COLUMNS = [
     "label",
     "cell_key",
@@ -267,6 +295,9 @@ EXPORT_COLUMNS = [
     "chunk_gap_ms_p50",
     "tokens_per_chunk",
     "speedup_vs_van",
+    *RATIO_COMPANIONS["speedup_vs_van"],
+    "x_van",
+    *RATIO_COMPANIONS["x_van"],
     "engine_ready_s",
     "n_ok",
     "n_errors",
@@ -274,14 +305,57 @@ EXPORT_COLUMNS = [
     "invalid_reasons",
     "prompts_reused",
 ]
+ONE_PAIR = "not judged (n<2): one cell over one van cell; x_van judges the configuration's repeats"
+
+
+def pair_verdict(row: dict) -> str | None:
+    """speedup_vs_van's verdict: one pair is never judged (and an INVALID cell says so too)."""
+    ratio = row.get("speedup_vs_van")
+    if ratio is None or pd.isna(ratio):
+        return None
+    return ONE_PAIR + ("; this cell is INVALID" if row.get("valid") is False else "")
+
+
+def x_van_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per cell: its configuration's x van over the repeats (x_van and its companions), judged beyond
+    the drift band of `frame.attrs["anchors"]`; null for van and where no van configuration matches."""
+    columns = ["x_van", *RATIO_COMPANIONS["x_van"]]
+    needed = {"session_id", "output_tok_per_s", "model", "corpus", "lever", "k"}
+    if frame.empty or not needed <= set(frame.columns):
+        return pd.DataFrame(index=frame.index, columns=columns)
+    anchors = frame.attrs.get("anchors")
+    drift = session_drift(anchors)[0] if anchors is not None else None
+    judged = x_van(lever_medians(frame)[0], drift)
+    rows = []
+    for key in zip(frame["model"], frame["corpus"], frame["lever"], frame["k"], strict=True):
+        j = next((v for k, v in judged.items() if k[:3] == key[:3] and _same_k(k[3], key[3])), None)
+        rows.append(
+            dict.fromkeys(columns)
+            if j is None
+            else dict(
+                zip(columns, (j.ratio, j.n_value, j.n_reference, j.lo, j.hi, j.label, j.words()), strict=True)
+            )
+        )
+    return pd.DataFrame(rows, index=frame.index, columns=columns)
+
+
+def _same_k(a: object, b: object) -> bool:
+    return (pd.isna(a) and pd.isna(b)) or a == b  # type: ignore[arg-type]
 
 
 def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """latest_cells' frame as exported: EXPORT_COLUMNS, one row per cell."""
     out = frame.copy()
+    pairs = out.to_dict("records")
+    out["speedup_vs_van_n"] = [None if pair_verdict(r) is None else 1 for r in pairs]
+    out["speedup_vs_van_ci_lo"] = out["speedup_vs_van_ci_hi"] = None  # one pair: no interval
+    out["speedup_vs_van_verdict"] = [pair_verdict(r) for r in pairs]
+    out[["x_van", *RATIO_COMPANIONS["x_van"]]] = x_van_columns(frame)
     for name in EXPORT_COLUMNS:
         if name not in out.columns:
             out[name] = None
+    for name in ("speedup_vs_van_n", "x_van_n", "x_van_n_van"):  # counts stay integers (null where none)
+        out[name] = pd.array(out[name].astype(float), dtype="Int64")
     out["label"] = [
         cell_label(row) for row in out[["model", "lever", "k", "corpus", "repeat"]].to_dict("records")
     ]
@@ -310,12 +384,16 @@ def export(frame: pd.DataFrame, fmt: str, out: TextIO) -> None:
             out.write(markdown_table(variance.DISPLAY_HEADERS, variance.display_rows(launches[0])))
         if launches is not None and not launches[1].empty:
             out.write("\npaired by block (levers sharing a launch)\n\n")
-            out.write(markdown_table(blocks.PAIR_HEADERS, blocks.display_rows(launches[1])))
+            rows = blocks.display_rows(launches[1])
+            verdicts = block_verdicts(launches[1])
+            out.write(
+                markdown_table(PAIR_EXPORT_HEADERS, [[*r, v] for r, v in zip(rows, verdicts, strict=True)])
+            )
         return
     document: dict[str, object] = {"cells": _records(table), "left_out": left}
     if launches is not None:  # only a store whose cells record their engine launch
         document["variance_components"] = _records(launches[0])
-        document["paired_by_block"] = _records(launches[1])
+        document["paired_by_block"] = _records(launches[1].assign(verdict=block_verdicts(launches[1])))
     json.dump(document, out, indent=2)
     out.write("\n")
 
