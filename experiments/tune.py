@@ -496,6 +496,12 @@ def tune(overrides: list[str], console: Console | None = None, replay: bool = Fa
             "tune keeps a change only beyond the drift band the anchor measures (unknown drift is never a "
             """keep): add 'grid_overrides=["grid.anchor.enabled=true"]'"""
         )
+    if not replay and grid_cfg.grid.repeats < 2 and not grid_cfg.grid.sequential.enabled:
+        raise ConfigError(
+            f"the stages run grid.repeats={grid_cfg.grid.repeats}: a stage keeps a change only when its "
+            "interval over repeats clears the drift band, which needs at least 2 repeats (3 or more to "
+            """clear the noise); add 'grid_overrides=["grid.repeats=3"]'"""
+        )
     t = Tune(cfg, model, new_session_id(), console or make_console(), replay=replay)
     final = procedure(t)
     confirmation = confirm(t, final)
@@ -512,10 +518,17 @@ USAGE = """usage: python -m experiments.tune model=<name> [key=value ...]
 The study's procedure for one model: van -> suffix -> K-pad -> best K -> W4A4 -> dynamic K ->
 confirmation, each stage a grid run; writes final.yaml, serve.sh and decisions.md under out_dir/<model>/.
 
-examples:
-  python -m experiments.tune model=tiny corpora=[code_complete,chat_bench]
-  python -m experiments.tune model=tiny 'grid_overrides=["grid.repeats=3"]'
-  python -m experiments.tune model=tiny 'grid_overrides=["paths.store=/tmp/tune"]' confirm_repeats=5
+examples (a stage decides on an interval over repeats: at least 2, 3 or more to clear the noise;
+the drift anchor must be on):
+  python -m experiments.tune model=tiny 'grid_overrides=["grid.repeats=3","grid.anchor.enabled=true"]'
+  python -m experiments.tune model=tiny corpora=[code_complete,chat_bench] confirm_repeats=5 \
+      'grid_overrides=["grid.repeats=3","grid.anchor.enabled=true","paths.store=/tmp/tune"]'
+
+duration (an estimate from `make demo`'s 6 runs in 10 min 10 s on 2 cores, ~1.7 min a run, not a
+measured tune): each stage runs van, the incumbent and the candidate on every corpus x repeat plus
+2 anchor runs; at 3 repeats on 2 corpora about 110 runs for van, suffix, K-pad, the K sweep, dynamic
+K and the confirmation (no W4A4 without a quantised variant): some 3 hours on the CPU engine.
+`python -m grid plan` prices one stage's grid on a GPU cluster.
 
 keys (conf/tune/tune.yaml, schema TuneConfig in experiments/tune.py): {keys}
 README.md, section 'Tuning a model: `python -m experiments.tune`'."""

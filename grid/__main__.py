@@ -179,13 +179,13 @@ def summary(overrides: list[str]) -> int:
     """`python -m grid summary [format=table|json|csv]`: the store's cells."""
     from analysis.summary import export, latest_cells, render
     from grid.compose import check_run_mode, compose_config, pop_format
-    from vocab.paths import store_path
+    from vocab.paths import existing_store
 
     fmt, overrides = pop_format(overrides, ("table", "json", "csv", "md"))
     cfg = compose_config(overrides)
     check_run_mode(cfg)
     paths = cfg.paths
-    frame = latest_cells(store_path(paths.store, paths.get("store_options")))
+    frame = latest_cells(existing_store(paths.store, paths.get("store_options")))
     if fmt == "table":
         render(frame)
     else:

@@ -21,7 +21,7 @@ from grid.compose import check_run_mode, compose_config, pop_format
 from store.read import connect
 from vocab.console import Col, make_console, markdown_table, print_table
 from vocab.errors import ConfigError
-from vocab.paths import store_path
+from vocab.paths import existing_store
 
 COLUMNS = [
     Col("model", "left"),
@@ -90,9 +90,9 @@ def compare_command(overrides: list[str], console: Console | None = None) -> int
     check_run_mode(cfg)
     options = cfg.paths.get("store_options")
     if stores is not None:
-        sides = [load_side(store_path(s, options), None, s) for s in stores]
+        sides = [load_side(existing_store(s, options, f"stores entry {s!r}:"), None, s) for s in stores]
     else:
-        root = store_path(cfg.paths.store, options)
+        root = existing_store(cfg.paths.store, options)
         sides = [load_side(root, s, s) for s in sessions or []]
     table, alone = side_by_side(*sides)
     if fmt == "csv":

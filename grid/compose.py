@@ -43,7 +43,7 @@ from grid.catalog import (
     not_a_spec,
     yaml_problem,
 )
-from store.fs import redact, url_secret_problem
+from store.fs import is_url, redact, url_secret_problem
 from vocab import schema
 from vocab.errors import ConfigError
 from vocab.paths import PROJECT_ROOT
@@ -88,6 +88,20 @@ def user_conf_dirs(overrides: list[str]) -> tuple[list[Path], list[str]]:
     return list(dict.fromkeys([*dirs, *env_dirs()])), rest
 
 
+def check_user_yaml(dirs: list[Path]) -> None:
+    """Every YAML file of the user's config folders parses, used by this command or not: a broken
+    file found only when a later grid names it would be found hours later (the shipped conf/ is
+    checked by the tests)."""
+    for folder in dirs:
+        for path in sorted(folder.rglob("*.yaml")):
+            try:
+                yaml.safe_load(path.read_text(encoding="utf-8"))
+            except yaml.YAMLError as exc:
+                raise ConfigError(yaml_problem(path, exc)) from exc
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"{path}: cannot be read ({exc}); fix or remove the file") from exc
+
+
 def compose_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR) -> DictConfig:
     """Return the resolved, read-only run config for `overrides` (e.g. ["experiment=smoke"])."""
     schema.register()
@@ -95,6 +109,7 @@ def compose_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR
     if Path(conf_dir) != CONF_DIR:
         dirs.append(Path(conf_dir))
     files = Catalog((*dirs, CONF_DIR))
+    check_user_yaml(dirs)
     check_spec_group_overrides(rest, files)
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -148,8 +163,23 @@ def check_config(cfg: DictConfig, dirs: list[Path]) -> None:
     check_names(cfg, catalog)
     problems = value_problems(OmegaConf.to_container(cfg, resolve=True), schema.Config)
     problems += spec_value_problems(cfg, catalog)
-    if (secret := url_secret_problem(cfg.paths.store, cfg.paths.store_options)) is not None:
+    secret = url_secret_problem(cfg.paths.store, cfg.paths.store_options) or url_secret_problem(
+        cfg.paths.data_dir, None, "paths.data_dir"
+    )
+    if secret is not None:
         problems.append(secret)
+    elif cfg.paths.store_options and not (is_url(cfg.paths.store) or is_url(cfg.paths.data_dir)):
+        problems.append(
+            "paths.store_options apply to URL stores (s3://...) only, and neither paths.store nor "
+            "paths.data_dir is one; drop them, or give paths.store=s3://bucket/prefix"
+        )
+    if cfg.grid.launches_per_argv and cfg.grid.engine_reuse != "shared":
+        # Only shared launches place repeats on launches; elsewhere it would change nothing, silently.
+        problems.append(
+            f"grid.launches_per_argv={cfg.grid.launches_per_argv} applies to grid.engine_reuse=shared only "
+            f"(under {cfg.grid.engine_reuse} it would change nothing); drop it or set "
+            "grid.engine_reuse=shared"
+        )
     if (looks := looks_problem(cfg.grid.sequential.looks)) is not None:
         problems.append(looks)
     raise_all(problems)

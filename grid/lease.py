@@ -7,7 +7,9 @@ measured since this run read the store. Drift anchors are the session's
 own and are never leased. A thread renews the held leases
 every third of run.lease_s; a group's leases are removed when it settles.
 A killed driver's leases expire after run.lease_s and the next driver takes
-them over, saying so; on the host it ran on, at once (its pid is gone).
+them over, saying so; on the host it ran on, at once (its pid is gone). A lease
+file that cannot be read (garbled, cut short) names no driver: it is treated as
+expiring run.lease_s after it was last written, then taken over, saying so.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Callable, Iterator
 from store.fs import StorePath, StoreRoot
 from store.layout import MANIFEST, StoreLayout
 from store.lease import (
+    LEASES,
     READ_BACK_S,
     Lease,
     all_leases,
@@ -49,6 +52,47 @@ def measured_since(root: StoreRoot, cell_key: str, since_s: float, owner: str) -
         if data.get("status") == "ok" and data.get("session_id") != owner:
             return str(data.get("session_id"))
     return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Unreadable:
+    """A lease file that names no driver: its cell, why, and how long ago it was last written."""
+
+    cell_key: str
+    why: str
+    age_s: float
+
+    def words(self, ttl_s: float) -> str:
+        when = (
+            "stale: the next run takes it over"
+            if self.age_s > ttl_s
+            else f"taken over {ttl_s - self.age_s:,.0f} s from now (run.lease_s after it was written)"
+        )
+        return f"unreadable lease ({self.why}), written {self.age_s:,.0f} s ago; {when}"
+
+
+def unreadable(path: StoreRoot, now: float | None = None) -> Unreadable | None:
+    """The lease file at `path` when it cannot be read as a lease, else None (absent, or readable)."""
+    try:
+        read_lease(path)
+        return None
+    except ValueError as exc:
+        why = str(exc).rsplit("unreadable lease (", 1)[-1].rstrip(")")
+    try:
+        written_s = path.stat().st_mtime
+    except OSError:
+        return None  # removed meanwhile
+    age_s = (now if now is not None else time.time()) - written_s
+    return Unreadable(path.name.removesuffix(".json"), why, age_s)
+
+
+def unreadable_leases(root: StoreRoot) -> list[Unreadable]:
+    """Every lease file of the store that cannot be read (status names them; run takes them over)."""
+    folder = root / LEASES
+    if not isinstance(folder, StorePath) and not folder.is_dir():
+        return []
+    found = [unreadable(path) for path in folder.glob("*.json")]
+    return sorted((u for u in found if u is not None), key=lambda u: u.cell_key)
 
 
 def clear_stale_on_done(root: StoreRoot, done: Callable[[str], bool], say: Callable[[str], None]) -> int:
@@ -118,9 +162,19 @@ class CellLeases:
                 return lease
             try:
                 current = read_lease(path)
-            except ValueError as exc:
-                self.skipped[key] = str(exc)
-                return None
+            except ValueError:
+                if (bad := unreadable(path)) is None:
+                    continue  # rewritten or removed meanwhile: try again
+                if bad.age_s <= self.ttl_s:
+                    self.skipped[key] = bad.words(self.ttl_s)
+                    return None
+                # Names no driver and not rewritten for run.lease_s: as stale as an expired lease.
+                placeholder = Lease(key, "unreadable", "?", 0, "", time.time() - bad.age_s + self.ttl_s)
+                lease = dataclasses.replace(lease, took_over="an unreadable lease")
+                if take_over(path, placeholder, lease, read_back):
+                    self.say(f"lease: took over {label} from an {bad.words(self.ttl_s).split(';')[0]}")
+                    return lease
+                continue
             if current is None:
                 continue  # released meanwhile: try again
             gone = current.driver_gone()

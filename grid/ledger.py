@@ -1,5 +1,10 @@
 """Which cells are done, failed or pending, derived from the store alone (resume).
 
+The one definition of a cell's state (attempt_state): an ok attempt measured VALID is done, one
+measured INVALID is invalid (not done: resume measures it again, up to run.invalid_reruns), an attempt
+that raised is failed, one a stop cut short is interrupted, a cell with no attempt is pending. `run`
+(its bar, its closing line, its exit code) and `status` count by it.
+
 A cell is done iff it has an ok manifest whose files are whole: each file's
 size and sha256 as the manifest recorded them (store/verify.py; manifests
 written before they were recorded: the Parquet footer opens). An ok attempt
@@ -26,6 +31,23 @@ INTERRUPTED = "interrupted"
 DAMAGED = "damaged"
 # Not done: run again under run.mode=resume and run.mode=failed.
 NOT_DONE = (FAILED, INTERRUPTED, DAMAGED)
+
+
+def attempt_state(status: str, valid: bool | None) -> str:
+    """One attempt's state: `status` is the manifest's (ok, failed, interrupted), `valid` the gates'
+    verdict of an ok attempt (None: not judged, as before gates were recorded: done)."""
+    if status == "ok":
+        return INVALID if valid is False else DONE
+    return INTERRUPTED if status == INTERRUPTED else FAILED
+
+
+def invalid_fate(invalid_runs: int, keep_invalid: bool, invalid_reruns: int | None) -> str:
+    """What resume does with an INVALID cell, in words (run's `kept INVALID` line, status)."""
+    if keep_invalid:
+        return "kept (run.keep_invalid)"
+    if invalid_reruns is not None and invalid_runs > invalid_reruns:
+        return f"kept: INVALID in {invalid_runs} runs, run.invalid_reruns={invalid_reruns} used up"
+    return "measured again on resume"
 
 
 @dataclass
@@ -81,7 +103,7 @@ def build_ledger(root: StoreRoot, checksums: bool = True) -> Ledger:
                     if state.status not in (DONE, INVALID):
                         state.status = DAMAGED
                         state.last_error = damage.short()
-                elif measured_valid(attempt):
+                elif attempt_state(attempt.status, measured_valid(attempt)) == DONE:
                     state.status = DONE
                 elif state.status != DONE:
                     state.invalid_runs += 1

@@ -290,6 +290,8 @@ class Inspection:
     fits: list[Fit] = field(default_factory=list)
     # Corpus name -> sha256 of the bytes read: what the run plans, records and checks on each node.
     corpus_sha256: dict[str, str] = field(default_factory=dict)
+    # Lines the run prints and goes on (a run with nothing to measure whose corpora changed since).
+    warnings: list[str] = field(default_factory=list)
 
 
 def inspect(config: Config, groups: list[EngineGroup]) -> Inspection:
@@ -350,8 +352,29 @@ def check_before_launch(
     if kept and found.corpus_sha256:
         root = store_path(config.paths.store, config.paths.store_options)
         found.problems += resume_problems(root, kept, found.corpus_sha256, found.corpora)
+    elif kept and not any(group.cells for groups in phases for group in groups):
+        found.warnings += changed_since(config, kept)
     raise_problems(found.problems)
     return found
+
+
+def changed_since(config: Config, kept: list[Cell]) -> list[str]:
+    """A run with nothing to measure: one line per corpus whose bytes changed since the grid's done
+    cells measured it (grid/corpus_resume.py), so that `nothing to run` does not read as all is well."""
+    from grid.plan import group_by_engine
+
+    paths = config.paths
+    reads = read_corpora(
+        group_by_engine(kept), data_path(paths.data_dir, paths.store_options), project_path(paths.cache_dir)
+    )
+    planned = {
+        cell.corpus.name: read.corpus.sha256
+        for cell in kept
+        if (read := reads.get(corpus_key(cell.corpus))) is not None and read.corpus and read.corpus.sha256
+    }
+    root = store_path(paths.store, paths.store_options)
+    lines = resume_problems(root, kept, planned, reads)
+    return [f"nothing to run, but the corpus changed since it was measured: {line}" for line in lines]
 
 
 def object_store_problem(root: StorePath) -> str | None:

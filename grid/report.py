@@ -18,7 +18,7 @@ from grid.expand import to_config
 from store.atomic import write_atomic
 from store.layout import StoreLayout
 from vocab.errors import GridError
-from vocab.paths import store_path
+from vocab.paths import existing_store
 
 # The page of `report paths.store=...` without a grid: every cell the store holds.
 STORE_PAGE = "store"
@@ -39,7 +39,7 @@ def _write_report(overrides: list[str]) -> tuple[Path, list[str]]:
         from analysis.study import load_study
     except ImportError as exc:
         raise GridError(f"the report needs matplotlib ({exc}); pip install -e '.[report]'") from exc
-    root = store_path(config.paths.store, config.paths.store_options)
+    root = existing_store(config.paths.store, config.paths.store_options)
     from grid.confirm import read_record
     from grid.sequential import selection_scope
 

@@ -25,7 +25,18 @@ from grid.compose import compose_config
 from grid.cost import launch_order
 from grid.expand import expand, to_config
 from grid.lease import CellLeases, clear_stale_on_done
-from grid.ledger import DONE, INVALID, build_ledger, kept_invalid, select
+from grid.ledger import (
+    DONE,
+    FAILED,
+    INTERRUPTED,
+    INVALID,
+    Ledger,
+    attempt_state,
+    build_ledger,
+    invalid_fate,
+    kept_invalid,
+    select,
+)
 from grid.plan import group_by_engine
 from grid.preflight import check_before_launch, check_config
 from grid.session import end_fingerprint, fingerprint, new_session_id
@@ -35,7 +46,7 @@ from store.atomic import write_json
 from store.layout import StoreLayout
 from store.phases import Phase, clear_phases, read_phases
 from store.read import connect
-from vocab.cells import stable_hash
+from vocab.cells import Cell, stable_hash
 from vocab.console import make_console  # the terminal's width, or LOG_WIDTH in a log (also the tune's)
 from vocab.errors import StoreError
 from vocab.groups import EngineGroup
@@ -100,9 +111,9 @@ def _run(overrides: list[str], console: Console | None) -> int:
     )
     if config.run.mode != "all" and not config.run.keep_invalid:
         for cell in kept_invalid(cells, ledger, todo):
+            fate = invalid_fate(ledger.invalid_runs(cell.key), False, config.run.invalid_reruns)
             console.print(
-                f"[yellow]kept INVALID[/] {cell.label}: INVALID in {ledger.invalid_runs(cell.key)} runs "
-                f"(run.invalid_reruns={config.run.invalid_reruns}); reasons in `python -m grid summary`; "
+                f"[yellow]kept INVALID[/] {cell.label}: {fate}; reasons in `python -m grid summary`; "
                 "fix the load or gates (e.g. more prompts), then run.force=[label]"
             )
     # A session with something to measure also measures its own drift.
@@ -116,9 +127,12 @@ def _run(overrides: list[str], console: Console | None) -> int:
     chosen = {cell.key for cell in todo}
     found = check_before_launch(config, phases, kept=[c for c in cells if c.key not in chosen])
     ctx = replace(ctx, corpus_sha256=found.corpus_sha256)
+    for warning in found.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
+    say_invalid_again(todo, ledger, ctx, config, console, distinct_prompts(found))
     console.print(
         f"session {ctx.session_id}: {len(todo)} of {len(cells)} cells to run "
-        f"({len(cells) - len(todo)} already in the store) on {len(phases[len(phases) // 2])} engine launches"
+        f"({in_store_words(cells, todo, ledger)}) on {len(phases[len(phases) // 2])} engine launches"
         + (
             f", plus the drift anchor {anchors[0].label.removesuffix('/anchor-start')} first and last"
             f" ({runs_words(len(todo), 2)})"
@@ -136,7 +150,10 @@ def _run(overrides: list[str], console: Console | None) -> int:
     # stop too), and a store that fails now is one line and exit 1, not a traceback.
     with stop_on_signals(stop, console, measuring=False) if todo else nullcontext():
         try:
-            code = conclude(overrides, config, cells, todo, phases, ctx, outcomes, stop, leases, console)
+            code = conclude(
+                overrides, config, cells, todo, phases, ctx, outcomes, stop, leases, console,
+                distinct_prompts(found),
+            )  # fmt: skip
         except OSError as exc:
             from store.fs import os_error_line
 
@@ -145,6 +162,48 @@ def _run(overrides: list[str], console: Console | None) -> int:
         if todo and (stop.signum is not None or _RUNS_IN_PROGRESS == 1):
             leave_ray(stop, code)  # here, not later, so a signal meanwhile is handled as one
     return code
+
+
+def in_store_words(cells: list[Cell], todo: list[Cell], ledger: Ledger) -> str:
+    """The header's account of the cells the store holds: done (VALID), INVALID run again or kept."""
+    chosen = {c.key for c in todo}
+    done = sum(1 for c in cells if c.key not in chosen and ledger.status(c.key) == DONE)
+    again = sum(1 for c in todo if ledger.status(c.key) == INVALID)
+    kept = sum(1 for c in cells if c.key not in chosen and ledger.status(c.key) == INVALID)
+    other = len(cells) - len(todo) - done - kept  # left out by run.mode=failed, say
+    parts = [f"{done} done in the store"]
+    parts += [f"{again} measured INVALID before, measured again"] if again else []
+    parts += [f"{kept} INVALID kept"] if kept else []
+    parts += [f"{other} left out by run.mode"] if other else []
+    return ", ".join(parts)
+
+
+def say_invalid_again(
+    todo: list[Cell],
+    ledger: Ledger,
+    ctx: RunContext,
+    config: Config,
+    console: Console,
+    distinct: dict[str, int],
+) -> None:
+    """Before any launch: each INVALID cell this run measures again, why it was INVALID, that its
+    load is the same (a changed load is another cell), and the override that would fill its window."""
+    again = [c for c in todo if ledger.status(c.key) == INVALID]
+    if not again:
+        return
+    stored = latest_cells(ctx.store_root, checksums=False)
+    for cell in again:
+        rows = stored[stored["cell_key"] == cell.key] if "cell_key" in stored else stored.iloc[0:0]
+        reasons = str(rows.iloc[-1].get("invalid_reasons")) if not rows.empty else "a validity gate failed"
+        runs = ledger.invalid_runs(cell.key)
+        console.print(
+            f"[yellow]again[/] {cell.label}: INVALID in {runs} earlier run{'s' if runs != 1 else ''} "
+            f"({reasons}); measured again with the same load (rerun {runs} of "
+            f"run.invalid_reruns={config.run.invalid_reruns}), so likely INVALID again",
+            soft_wrap=True,
+        )
+        if (fix := invalid_fix(cell, rows, config, distinct)) is not None:
+            console.print(f"  {fix} (a new cell: its key holds the load)", soft_wrap=True)
 
 
 def leave_ray(stop: Stop, code: int) -> None:
@@ -173,9 +232,12 @@ def conclude(
     stop: Stop,
     leases: CellLeases,
     console: Console,
+    distinct: dict[str, int] | None = None,
 ) -> int:
     """After the launch: verdicts, the session's table, the counts and the exit code (and the
-    held-out confirmation when asked for)."""
+    held-out confirmation when asked for). Each INVALID cell is named with its reasons and, where a
+    window gate failed, the override that would fill the window at its measured rate (`distinct`:
+    each corpus's distinct prompts, which bound that advice)."""
     if todo and not stop:  # a stopped run does not judge half a session (nor write to a store that failed)
         verdicts = write_verdicts(ctx.store_root, ctx.session_id, config.gates.equivalence)
         report_verdicts(verdicts, console)
@@ -203,15 +265,66 @@ def conclude(
     for outcome in final.values():
         if outcome.status == "failed":
             console.print(f"[red]failed[/] {outcome.label}: {outcome.error}")
+    cells_by_key = {c.key: c for groups in phases for g in groups for c in g.cells}
+    invalid = [o for o in final.values() if attempt_state(o.status, o.valid) == INVALID]
+    after = build_ledger(ctx.store_root, checksums=False) if invalid else None
+    for outcome in invalid:
+        runs = after.invalid_runs(outcome.cell_key) if after else 1
+        fate = invalid_fate(runs, config.run.keep_invalid, config.run.invalid_reruns)
+        console.print(f"[red]INVALID[/] {outcome.label}: {outcome.invalid_reasons} ({fate})")
+        cell = cells_by_key.get(outcome.cell_key)
+        if cell is not None and (fix := invalid_fix(cell, session_cells, config, distinct or {})):
+            console.print(f"  {fix}", soft_wrap=True)
     if stop:
         console.print(f"[red]stopped[/]: {stop.reason}")
-    code = exit_code(stop, counts)
+    code = exit_code(stop, counts, config.run.keep_invalid)
     if code == 0 and not stop and config.grid.confirm.enabled:
         from grid.confirm import confirm  # the held-out figure of each model's choice (grid/confirm.py)
 
         console.rule("held-out confirmation")
         code = confirm(overrides)
     return code
+
+
+def distinct_prompts(found: object) -> dict[str, int]:
+    """Each corpus's distinct prompts, as the pre-launch inspection read them."""
+    from workers.load.prompts import distinct
+
+    reads = getattr(found, "corpora", {}).values()
+    return {r.spec.name: len(distinct(r.corpus.prompts)) for r in reads if r.corpus is not None}
+
+
+def invalid_fix(
+    cell: Cell, session_cells: pd.DataFrame, config: Config, distinct: dict[str, int]
+) -> str | None:
+    """grid/window_fix.py's advice for an INVALID cell, from the row it stored this session."""
+    from grid.window_fix import Measured, fix_line
+
+    if session_cells.empty or "cell_key" not in session_cells:
+        return None
+    rows = session_cells[session_cells["cell_key"] == cell.key]
+    if rows.empty:
+        return None
+    row = rows.iloc[-1]
+
+    def number(name: str) -> float | None:
+        value = row.get(name)
+        return None if value is None or pd.isna(value) else float(value)
+
+    n_ok, tokens = number("n_ok"), number("output_tokens")
+    measured = Measured(
+        corpus=cell.corpus.name,
+        reasons=str(row.get("invalid_reasons") or ""),
+        window_s=number("window_s"),
+        output_tok_per_s=number("output_tok_per_s") or number("bench_output_tok_per_s"),
+        mean_output_tokens=tokens / n_ok if n_ok and tokens else None,
+        num_prompts=cell.load.num_prompts,
+        warmup_requests=cell.load.warmup_requests,
+        concurrency=cell.load.concurrency,
+        max_tokens=cell.load.max_tokens,
+        distinct_prompts=distinct.get(cell.corpus.name),
+    )
+    return fix_line(measured, config.gates.min_window_s, config.gates.min_requests)
 
 
 def anchor_count(phases: list[list[EngineGroup]]) -> int:
@@ -227,27 +340,32 @@ def runs_words(cells: int, anchor_runs: int) -> str:
 
 
 def cell_counts(final: dict[str, CellOutcome], todo: int) -> dict[str, int]:
-    """Cells (not attempts; `todo` counts the anchors too) by their last attempt; pending = never reached."""
-    statuses = [o.status for o in final.values()]
-    counts = {
-        "done": statuses.count("ok"),
-        "failed": statuses.count("failed"),
-        "interrupted": statuses.count("interrupted"),
-    }
+    """Cells (not attempts; `todo` counts the anchors too) by their last attempt, in grid/ledger.py's
+    states: done (VALID), invalid, failed, interrupted; pending = never reached."""
+    states = [attempt_state(o.status, o.valid) for o in final.values()]
+    counts = {name: states.count(name) for name in (DONE, FAILED, INVALID, INTERRUPTED)}
     return {**counts, "pending": todo - len(final)}
+
+
+def outcome_words(outcome: CellOutcome) -> str:
+    """'233.6 tok/s INVALID (window 2.1 s < 10 s)', '31.2 tok/s VALID', or the attempt's state."""
+    if outcome.status != "ok":
+        return outcome.status
+    rate = f"{outcome.output_tok_per_s:,.1f} tok/s" if outcome.output_tok_per_s else "no tok/s"
+    verdict = {True: "VALID", False: f"INVALID ({outcome.invalid_reasons})", None: ""}[outcome.valid]
+    return f"{rate} {verdict}".rstrip()
 
 
 def progress_line(counts: dict[str, int], latest: CellOutcome | None, now: list[dict], eta: str) -> str:
     """The live bar's text: cells by their latest attempt (a failed one may still be retried), what
     each running engine is doing, the cell just settled, and the ETA."""
     parts = [
-        f"runs done {counts['done']} failed {counts['failed']} interrupted {counts['interrupted']} "
-        f"pending {counts['pending']}"
+        f"runs done {counts[DONE]} failed {counts[FAILED]} invalid {counts[INVALID]} "
+        f"interrupted {counts[INTERRUPTED]} pending {counts['pending']}"
     ]
     parts += [f"now {n['label']}: {n['phase']} {time.time() - float(n['since_s']):.0f} s" for n in now]
     if latest is not None:
-        rate = f"{latest.output_tok_per_s:,.1f} tok/s" if latest.output_tok_per_s else latest.status
-        parts.append(f"last {latest.label}: {rate}")
+        parts.append(f"last {latest.label}: {outcome_words(latest)}")
     return " | ".join([*parts, eta])
 
 
@@ -309,18 +427,20 @@ def planned_wall_s(phases: list[list[EngineGroup]], config: Config, slots: int) 
 
 
 def cell_line(outcome: CellOutcome, counts: dict[str, int], total: int) -> str:
-    """'run 3/6 tiny/suffix-k8/code_complete/r0: 31.2 tok/s VALID (engine ready in 27 s)'."""
-    rate = f"{outcome.output_tok_per_s:,.1f} tok/s" if outcome.output_tok_per_s else "no tok/s"
-    verdict = {True: "VALID", False: f"INVALID ({outcome.invalid_reasons})", None: ""}[outcome.valid]
+    """'run 3/6 tiny/suffix-k8/code_complete/r0: 31.2 tok/s VALID (engine ready in 27 s)'; the count
+    is of the runs measured so far, VALID or not."""
     ready = f" (engine ready in {outcome.engine_ready_s:.0f} s)" if outcome.engine_ready_s else ""
-    return f"run {counts['done']}/{total} {outcome.label}: {rate} {verdict}".rstrip() + ready
+    return f"run {counts[DONE] + counts[INVALID]}/{total} {outcome.label}: {outcome_words(outcome)}" + ready
 
 
-def exit_code(stop: Stop, counts: dict[str, int]) -> int:
-    """130 after Ctrl-C, 143 after SIGTERM (the shell's 128 + signal); 1 if cells are left undone."""
+def exit_code(stop: Stop, counts: dict[str, int], keep_invalid: bool = False) -> int:
+    """130 after Ctrl-C, 143 after SIGTERM (the shell's 128 + signal); 1 if cells are left undone:
+    failed, interrupted, pending, or measured INVALID (not done: resume measures them again) unless
+    run.keep_invalid keeps them."""
     if stop.signum is not None:
         return 128 + stop.signum
-    return 1 if stop or counts["failed"] or counts["interrupted"] or counts["pending"] else 0
+    undone = counts[FAILED] or counts[INTERRUPTED] or counts["pending"]
+    return 1 if stop or undone or (counts[INVALID] and not keep_invalid) else 0
 
 
 def report_verdicts(frame: pd.DataFrame, console: Console) -> None:
@@ -365,10 +485,11 @@ def launch(
 
         def redraw() -> None:
             counts = cell_counts(last, total)
-            eta = eta_text(counts["done"] + counts["failed"], total, time.monotonic() - started_s,
+            settled = counts[DONE] + counts[INVALID] + counts[FAILED]
+            eta = eta_text(settled, total, time.monotonic() - started_s,
                            float(shown["planned_s"]))  # type: ignore[arg-type]  # fmt: skip
             line = progress_line(counts, shown["latest"], shown["now"], eta)  # type: ignore[arg-type]
-            progress.update(task, completed=counts["done"], description=line)
+            progress.update(task, completed=counts[DONE] + counts[INVALID], description=line)
 
         def report(outcome: CellOutcome) -> None:
             last[outcome.cell_key] = outcome

@@ -15,11 +15,12 @@ from analysis.load import cell_label
 from analysis.summary import latest_cells
 from grid.compose import check_run_mode, compose_config, names_a_grid, pop_format
 from grid.expand import expand, to_config
-from grid.ledger import DAMAGED, DONE, FAILED, INTERRUPTED, INVALID, PENDING, build_ledger
+from grid.lease import unreadable_leases
+from grid.ledger import DAMAGED, DONE, FAILED, INTERRUPTED, INVALID, PENDING, build_ledger, invalid_fate
 from store.fs import redact
 from store.lease import all_leases
 from vocab.console import Col, make_console, print_table, write_rows
-from vocab.paths import store_path
+from vocab.paths import existing_store
 
 # "cells not done": the label and status stay whole; the key goes first at a narrow console (a label
 # names the cell for run.force as well), the last error wraps.
@@ -67,7 +68,7 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
     cfg = compose_config(overrides)
     check_run_mode(cfg)
     config = to_config(cfg)
-    root = store_path(config.paths.store, config.paths.store_options)
+    root = existing_store(config.paths.store, config.paths.store_options)
     ledger = build_ledger(root, checksums)
     scope = config.name if names_a_grid(overrides) else None
     if scope is None:
@@ -90,7 +91,7 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
         label = labels.get(damaged[problem].cell_key) if problem in damaged else None
         console.print(f"[yellow]store:[/] {f'{label}: ' if label else ''}{problem}")
     counts = Counter(ledger.status(c.key) for c in cells)
-    invalid_note = "kept (run.keep_invalid)" if config.run.keep_invalid else "measured again on resume"
+    invalid_note = invalid_words(ledger, cells, config.run.keep_invalid, config.run.invalid_reruns)
     what = (
         f"experiment {scope}: {len(cells)} cells"
         if scope is not None
@@ -121,6 +122,9 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
                 f"leased: {label}: being measured by {lease.holder()}, "
                 f"lease renewed until {lease.expires_at - now:,.0f} s from now"
             )
+    for bad in unreadable_leases(root):
+        if (label := labels.get(bad.cell_key, None if scope else bad.cell_key)) is not None:
+            console.print(f"[yellow]unreadable lease[/] {label}: {bad.words(config.run.lease_s)}")
     older = (
         f"; {ledger.footer_only} older attempts record no checksums: their Parquet footers checked"
         if ledger.footer_only
@@ -144,6 +148,19 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
     if rows:
         print_table(console, "cells not done", NOT_DONE_COLUMNS, rows, ["key"], "format=json")
     return 0
+
+
+def invalid_words(ledger: Any, cells: list[Named], keep_invalid: bool, invalid_reruns: int | None) -> str:
+    """What resume does with the INVALID cells (grid/ledger.py invalid_fate), e.g. 'measured again on
+    resume', '1 kept: INVALID in 2 runs, run.invalid_reruns=1 used up'."""
+    fates = Counter(
+        invalid_fate(ledger.invalid_runs(c.key), keep_invalid, invalid_reruns)
+        for c in cells
+        if ledger.status(c.key) == INVALID
+    )
+    if len(fates) <= 1:
+        return next(iter(fates), "measured again on resume")
+    return "; ".join(f"{n} {fate}" for fate, n in sorted(fates.items()))
 
 
 def last_error(state: Any) -> str:

@@ -105,12 +105,16 @@ def redact(text: str) -> str:
     return _OPTION_ITEM.sub(option, _QUERY_ITEM.sub(query, text))
 
 
-def url_secret_problem(url: str, options: Mapping[str, Any] | None = None) -> str | None:
+def url_secret_problem(
+    url: str, options: Mapping[str, Any] | None = None, key: str = "paths.store"
+) -> str | None:
     """Why `url` and `options` would put a credential into the config, or None; never echoes one.
 
     The store URL and its options are written to the session record and shown in messages, so
-    user info (`s3://KEY:SECRET@bucket`), a secret in the query (`?secret_key=...`) and a secret
-    option are refused; credentials come from each node's environment instead.
+    user info (`s3://KEY:SECRET@bucket`), a secret in the query (`?secret_key=...`), a secret
+    option and an option whose value is such a URL (`endpoint_override=http://KEY:SECRET@host`) are
+    refused; credentials come from each node's environment instead. `key` names the setting
+    `url` came from (paths.store, paths.data_dir).
     """
     where = (
         "credentials come from the environment (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, "
@@ -118,19 +122,29 @@ def url_secret_problem(url: str, options: Mapping[str, Any] | None = None) -> st
     )
     if secret := sorted(k for k in options or {} if is_secret_key(str(k))):
         return f"paths.store_options may not hold {', '.join(secret)}: {where}"
-    if not is_url(url):
-        return None
+    for name, value in sorted((options or {}).items()):
+        if (
+            isinstance(value, str)
+            and "://" in value
+            and (problem := url_credentials(value, f"paths.store_options.{name}", where))
+        ):
+            return problem
+    return url_credentials(url, key, where) if is_url(url) else None
+
+
+def url_credentials(url: str, key: str, where: str) -> str | None:
+    """Why the URL of setting `key` holds credentials (user info, a secret in its query), or None."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     userinfo = _USERINFO.match(url) is not None if scheme in _BUCKET_SCHEMES else parts.password is not None
     if userinfo:
         return (
-            f"paths.store {redact(url)} holds credentials before its '@'; give the URL without them "
-            f"(e.g. {scheme}://bucket/prefix): {where}"
+            f"{key} {redact(url)} holds credentials before its '@'; give the URL without them "
+            f"(e.g. {scheme}://{'bucket/prefix' if scheme in _BUCKET_SCHEMES else 'host:port'}): {where}"
         )
     if secret := sorted({k for k, _ in parse_qsl(parts.query, keep_blank_values=True) if is_secret_key(k)}):
         named = ", ".join(secret)
-        return f"paths.store {redact(url)} holds {named} in its query; give the URL without it: {where}"
+        return f"{key} {redact(url)} holds {named} in its query; give the URL without it: {where}"
     return None
 
 

@@ -20,7 +20,9 @@ def store_path(value: str, options: Mapping[str, Any] | None = None) -> StoreRoo
     """paths.store: a URL (s3://bucket/prefix) through pyarrow's filesystems, else a project path."""
     if is_url(value):
         return open_store(value, options)
-    return open_store(project_path(value), options)
+    # A local store has no options: those given configure an s3:// paths.data_dir (grid/compose.py
+    # refuses options where neither is a URL).
+    return open_store(project_path(value))
 
 
 def data_path(value: str, options: Mapping[str, Any] | None = None) -> StoreRoot:
@@ -29,3 +31,21 @@ def data_path(value: str, options: Mapping[str, Any] | None = None) -> StoreRoot
     if is_url(value):
         return open_store(value, options)
     return project_path(value)
+
+
+def existing_store(
+    value: str, options: Mapping[str, Any] | None = None, key: str = "paths.store"
+) -> StoreRoot:
+    """paths.store for a command that only reads it (status, summary, report, compare): a local path
+    that is not a folder is an error (a mistyped path read as an empty store would say "0 cells", and
+    `report` would create folders under it). A URL store is read as it is (an empty prefix is one)."""
+    from vocab.errors import StoreError
+
+    root = store_path(value, options)
+    if isinstance(root, Path) and not root.is_dir():
+        what = "is a file, not a store folder" if root.exists() else "does not exist"
+        raise StoreError(
+            f"{key} {root} {what}; check the path (a store is the folder `python -m grid run` "
+            "wrote, ./results by default)"
+        )
+    return root

@@ -6,6 +6,7 @@ be tested and debugged as a plain function. Failures come back as outcomes.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -22,7 +23,7 @@ from typing import Any
 from store.fs import StorePath, StoreRoot
 from store.layout import MANIFEST, StoreLayout
 from store.phases import PhaseBoard
-from store.space import MIN_FREE_BYTES, store_problem
+from store.space import FULL, MIN_FREE_BYTES, STORE_UNUSABLE, store_problem, write_failure
 from store.writer import utc_now, write_failed_attempt, write_ok_attempt
 from vocab.cells import Cell, EngineSpec, draft_hook, drafts_from_history
 from vocab.errors import EngineError, GridError
@@ -715,12 +716,29 @@ def _run_and_store(
         detail = error + (f"\nwhat failed next: {symptom}" if followed else "")
         detail += "\n" + traceback.format_exc(limit=3)
         note = record_failure(layout, tags, detail, log_tail(engine.log_path), label=cell.label)
-        if (isinstance(exc, OSError) or note) and (problem := store_problem(ctx.store_root, 0)) is not None:
-            return CellOutcome(cell.key, cell.label, attempt_id, "failed", problem, stops_run=True)
+        # A disk that filled while the results were written stops the run even when the probe's few
+        # bytes still fit (run.min_store_free_mb=0): another engine start would fill it again.
+        full = store_full(ctx.store_root, exc)
+        if full or ((isinstance(exc, OSError) or note) and (full := store_problem(ctx.store_root, 0))):
+            return CellOutcome(cell.key, cell.label, attempt_id, "failed", full, stops_run=True)
         return CellOutcome(cell.key, cell.label, attempt_id, "failed", error + note)
     valid, reasons = summary.get("valid"), summary.get("invalid_reasons")
     return CellOutcome(cell.key, cell.label, attempt_id, "ok", None, summary["output_tok_per_s"], ready_s,
                        valid=valid, invalid_reasons=reasons)  # fmt: skip
+
+
+def store_full(root: StoreRoot, exc: BaseException) -> str | None:
+    """'store cannot take results: <root> is full (...)' when `exc` (or what caused it) is a full
+    disk or a quota reached, else None."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in FULL:
+            return f"{STORE_UNUSABLE}: {write_failure(root, seen)}"
+        if isinstance(seen, OSError) and "No space left on device" in str(seen):  # pyarrow: no errno
+            full = OSError(errno.ENOSPC, "No space left on device")
+            return f"{STORE_UNUSABLE}: {write_failure(root, full)}"
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def cell_error(exc: Exception, symptom: str) -> str:

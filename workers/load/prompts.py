@@ -223,7 +223,7 @@ def too_few_message(corpus: str, available: int, warmup: int, measured: int) -> 
     return (
         f"corpus '{corpus}' has {available} distinct prompts but a cell sends {warmup} warm-up + "
         f"{measured} measured = {warmup + measured}; measured prompts must be new to the engine. "
-        f"Lower load.num_prompts (or set grid.num_prompts.{corpus}={max(available - warmup, 0)}), "
+        f"Lower load.num_prompts (or set ++grid.num_prompts.{corpus}={max(available - warmup, 0)}), "
         "lower load.warmup_requests, use a larger corpus, or set load.allow_repeats=true to measure "
         "with repeated prompts (each cell then records how many it reused)"
     )

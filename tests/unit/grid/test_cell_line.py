@@ -6,12 +6,12 @@ from workers.runner import CellOutcome
 
 def test_the_line_names_the_cell_its_rate_and_its_validity():
     ok = CellOutcome("k", "tiny/suffix-k8/code_complete/r0", "a", "ok", None, 31.24, 27.4, valid=True)
-    assert cell_line(ok, {"done": 3}, 6) == (
+    assert cell_line(ok, {"done": 3, "invalid": 0}, 6) == (
         "run 3/6 tiny/suffix-k8/code_complete/r0: 31.2 tok/s VALID (engine ready in 27 s)"
     )
     bad = CellOutcome("k", "tiny/van/chat_bench/r0", "a", "ok", None, 12.0, None, valid=False,
                       invalid_reasons="steady window 7.3 s < 10 s")  # fmt: skip
-    assert cell_line(bad, {"done": 4}, 6) == (
+    assert cell_line(bad, {"done": 3, "invalid": 1}, 6) == (
         "run 4/6 tiny/van/chat_bench/r0: 12.0 tok/s INVALID (steady window 7.3 s < 10 s)"
     )
 
@@ -67,6 +67,6 @@ def test_conclude_prints_the_closing_line_counting_its_anchor_runs(tmp_path):
     closing = " ".join(text[text.rfind("done ") :].split())  # the closing line, however it wrapped
     assert code == 0, out.getvalue()
     assert closing == (
-        "done 10, failed 0, interrupted 0, pending 0, skipped 0 "
+        "done 10, failed 0, invalid 0, interrupted 0, pending 0, skipped 0 "
         "(10 runs: 8 cells + 2 anchor runs; attempts 10)"
     )

@@ -72,6 +72,53 @@ ROWS = [
         ("error: paths.store_options may not hold secret_key",),
         absent=("SECRETPLANTED",),
     ),
+    # -- issue 38 item 6 --------------------------------------------------------------------------
+    Row(
+        "credentials in paths.data_dir",
+        ("run", "paths.data_dir=s3://AKIAPLANTED:SECRETPLANTED@bucket/data"),
+        ("error: paths.data_dir s3://***@bucket/data holds credentials before its '@'",),
+        absent=("SECRETPLANTED", "AKIAPLANTED"),
+    ),
+    Row(
+        "credentials inside endpoint_override",
+        (
+            "run",
+            "paths.store=s3://b/x",
+            "+paths.store_options.endpoint_override=http://AKIAPLANTED:SECRETPLANTED@h:9",
+        ),
+        ("error: paths.store_options.endpoint_override http://***@h:9 holds credentials before its '@'",),
+        absent=("SECRETPLANTED", "AKIAPLANTED"),
+    ),
+    Row(
+        "store options where nothing is a URL",
+        ("run", "+paths.store_options.region=eu"),
+        ("error: paths.store_options apply to URL stores (s3://...) only",),
+    ),
+    Row(
+        "grid.launches_per_argv=1 under engine_reuse=auto",
+        ("run", "grid.launches_per_argv=1"),
+        ("error: grid.launches_per_argv=1 applies to grid.engine_reuse=shared only",),
+    ),
+    Row(
+        "a YAML error in an unused LEVER_GRID_CONF file",
+        ("plan",),
+        ("corpus/unused.yaml, line ", ": not valid YAML (", "); fix the file there"),
+        setup="bad_unused_yaml",
+    ),
+    *(
+        Row(
+            f"a store path that does not exist: {command}",
+            (command, "paths.store=MISSING", *extra),
+            ("error: paths.store ", "/no-such-store does not exist; check the path"),
+            setup="missing",
+        )
+        for command, extra in (
+            ("status", ()),
+            ("summary", ()),
+            ("report", ()),
+            ("compare", ("sessions=[a,b]",)),
+        )
+    ),
     # -- values out of range, empty paths, run.force (item 3) ----------------------------------
     Row("an empty path", ("run", "paths.store="), ("error: paths.store is empty",)),
     Row("a negative temperature", ("run", "load.temperature=-1"), ("error: load.temperature must be >= 0",)),
@@ -251,6 +298,13 @@ def prepare(row: Row, tmp_path: Path, monkeypatch, refusing: str | None) -> list
         monkeypatch.setattr(grid.run, "write_json", full)
     elif row.setup == "garbled":
         garble_a_manifest(tmp_path / "store")
+    elif row.setup == "bad_unused_yaml":
+        conf = tmp_path / "conf"
+        (conf / "corpus").mkdir(parents=True)
+        (conf / "corpus" / "unused.yaml").write_text("name: unused\npath: [a\n")
+        monkeypatch.setenv(catalog.CONF_ENV, str(conf))
+    elif row.setup == "missing":
+        argv = [a.replace("MISSING", str(tmp_path / "no-such-store")) for a in argv]
     return argv
 
 
@@ -276,3 +330,5 @@ def test_every_hostile_input_is_one_line_and_its_exit_code(row, tmp_path, monkey
         assert words not in everything, everything
     if row.setup == "garbled":
         assert "/manifest.json: unreadable manifest (" in line
+    if row.setup == "missing":
+        assert not (tmp_path / "no-such-store").exists(), "a reading command created the store"

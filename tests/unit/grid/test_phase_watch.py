@@ -38,7 +38,10 @@ def test_a_log_gets_one_line_per_new_phase(tmp_path):
     ]
     assert [n["phase"] for n in shown["now"]] == ["warm-up"]
     assert "now tiny/van/code_complete/r0: warm-up" in progress_line(
-        {"done": 0, "failed": 0, "interrupted": 0, "pending": 1}, None, shown["now"], "ETA 1 min"
+        {"done": 0, "failed": 0, "invalid": 0, "interrupted": 0, "pending": 1},
+        None,
+        shown["now"],
+        "ETA 1 min",
     )
     assert len(redraws) == 3
 

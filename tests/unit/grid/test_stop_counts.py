@@ -18,7 +18,13 @@ def outcome(key: str, status: str) -> CellOutcome:
 def test_counts_are_cells_by_their_last_attempt():
     # The last attempt of each cell decides: a cell that failed once then passed is done.
     final = {o.cell_key: o for o in [outcome("a", "failed"), outcome("a", "ok"), outcome("b", "interrupted")]}
-    assert cell_counts(final, todo=4) == {"done": 1, "failed": 0, "interrupted": 1, "pending": 2}
+    assert cell_counts(final, todo=4) == {
+        "done": 1,
+        "failed": 0,
+        "invalid": 0,
+        "interrupted": 1,
+        "pending": 2,
+    }
 
 
 def test_the_progress_bar_counts_cells_done_failed_interrupted_and_pending():
@@ -27,7 +33,7 @@ def test_the_progress_bar_counts_cells_done_failed_interrupted_and_pending():
         o.cell_key: o for o in [outcome("a", "ok"), outcome("b", "failed"), outcome("c", "interrupted")]
     }
     line = progress_line(cell_counts(latest, todo=5), latest["c"], [], "ETA 3 min")
-    assert line == "runs done 1 failed 1 interrupted 1 pending 2 | last c: interrupted | ETA 3 min"
+    assert line == "runs done 1 failed 1 invalid 0 interrupted 1 pending 2 | last c: interrupted | ETA 3 min"
     rated = CellOutcome("a", "tiny/van/chat_bench/r0", "a-1", "ok", None, 61.25)
     assert progress_line(cell_counts({"a": rated}, todo=1), rated, [], "ETA 0 min").endswith(
         "| last tiny/van/chat_bench/r0: 61.2 tok/s | ETA 0 min"
@@ -38,16 +44,17 @@ def test_the_bar_says_what_each_running_engine_does_and_how_long_is_left():
     """Issue 31: a phase per running engine, and an ETA: from plan's cost model before any cell
     settles, then from the time per settled cell."""
     now = [{"label": "tiny/suffix-k8/mix/r0", "phase": "measured load", "since_s": time.time() - 12}]
-    line = progress_line({"done": 0, "failed": 0, "interrupted": 0, "pending": 4}, None, now, "ETA 9 min")
+    counts = {"done": 0, "failed": 0, "invalid": 0, "interrupted": 0, "pending": 4}
+    line = progress_line(counts, None, now, "ETA 9 min")
     running = "now tiny/suffix-k8/mix/r0: measured load 12 s"
-    assert line == f"runs done 0 failed 0 interrupted 0 pending 4 | {running} | ETA 9 min"
+    assert line == f"runs done 0 failed 0 invalid 0 interrupted 0 pending 4 | {running} | ETA 9 min"
     assert eta_text(0, 4, 60.0, 600.0) == "ETA 9 min (plan's cost model)"
     assert eta_text(1, 4, 120.0, 600.0) == "ETA 6 min"  # 3 cells left at 2 min each
     assert eta_text(4, 4, 480.0, 600.0) == "ETA 0 min"
 
 
 def test_exit_codes_follow_the_shell_for_signals_and_fail_on_undone_cells():
-    done = {"done": 2, "failed": 0, "interrupted": 0, "pending": 0}
+    done = {"done": 2, "failed": 0, "invalid": 0, "interrupted": 0, "pending": 0}
     assert exit_code(Stop(), done) == 0
     assert exit_code(Stop(signal.SIGINT, "SIGINT received"), done) == 130
     assert exit_code(Stop(signal.SIGTERM, "SIGTERM received"), done) == 143

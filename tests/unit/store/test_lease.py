@@ -160,3 +160,31 @@ def test_drift_anchors_are_never_leased_each_session_measures_its_own(store_root
     assert [cell.key for cell in held.cells] == [anchor.key, b.key]
     assert read_lease(lease_path(store_root, anchor.key)).owner == "other-session"  # untouched
     assert set(leases.held) == {b.key}
+
+
+def test_a_garbled_lease_is_left_until_lease_s_then_taken_over_with_a_line(tmp_path):
+    """Issue 38: a garbled leases/<cell>.json blocked its cell for ever ('unreadable lease')."""
+    import os
+
+    from grid.lease import unreadable_leases
+
+    store_root = tmp_path / "store"  # a local folder: the test dates a file back (object stores set it)
+    a, b = smoke_cells()[:2]
+    for cell in (a, b):
+        path = lease_path(store_root, cell.key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('{"cell_key": "')  # cut short
+    old = time.time() - 120
+    os.utime(lease_path(store_root, b.key), (old, old))
+    said = []
+    leases = CellLeases(store_root, "me", 60, said.append, time.time())
+    taken = leases.take(group_of(a, b))
+    assert taken is not None and [c.key for c in taken.cells] == [b.key]  # b's garbled lease is stale
+    assert read_lease(lease_path(store_root, b.key)).owner == "me"
+    assert len(said) == 1 and said[0].startswith(f"lease: took over {b.label} from an unreadable lease ("), (
+        said
+    )
+    assert "unreadable lease" in leases.skipped[a.key] and "taken over" in leases.skipped[a.key]
+    # status names the one still unreadable, and when a run takes it over.
+    assert [u.cell_key for u in unreadable_leases(store_root)] == [a.key]
+    assert unreadable_leases(store_root)[0].words(60).endswith("(run.lease_s after it was written)")
