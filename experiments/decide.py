@@ -100,21 +100,41 @@ class Decision:
     label: str = ""
 
 
-# The last medians table indexed by (corpus, lever, K): a tune's decision looks rows up dozens of
-# times in one table, and a boolean filter per look-up made the procedure's simulation
-# (experiments/procedure_power.py) spend most of its time in pandas. The table is held so its
-# id cannot be reused while cached.
-_INDEXED: tuple[pd.DataFrame | None, dict[tuple[str, str, int], pd.Series]] = (None, {})
+# The last medians table indexed by (corpus, lever, K), and the last verdict table's latest verdicts
+# indexed by (model, lever, K, corpus): a tune's decision looks rows up dozens of times in one table,
+# and a boolean filter (or a pandas row) per look-up made the procedure's simulation
+# (experiments/procedure_power.py) spend most of its time in pandas. Each table is held so its id
+# cannot be reused while cached.
+_INDEXED: tuple[pd.DataFrame | None, dict[tuple[str, str, int], dict[str, Any]]] = (None, {})
+_LATEST: tuple[pd.DataFrame | None, pd.DataFrame, dict[tuple[str, str, object, str], str]] = (
+    None,
+    pd.DataFrame(),
+    {},
+)
 
 
-def _row(medians: pd.DataFrame, config: LeverConfig, corpus: str) -> pd.Series | None:
+def _row(medians: pd.DataFrame, config: LeverConfig, corpus: str) -> dict[str, Any] | None:
     global _INDEXED
     if _INDEXED[0] is not medians:
-        index: dict[tuple[str, str, int], pd.Series] = {}
-        for _, row in medians.iterrows():
+        index: dict[tuple[str, str, int], dict[str, Any]] = {}
+        columns = list(medians.columns)
+        for values in zip(*(medians[c].tolist() for c in columns), strict=True):
+            row = dict(zip(columns, values, strict=True))
             index.setdefault((row["corpus"], row["lever"], int(row["k"])), row)  # the first, as iloc[0]
         _INDEXED = (medians, index)
     return _INDEXED[1].get((corpus, config.lever, config.k(corpus)))
+
+
+def _latest(verdicts: pd.DataFrame) -> tuple[pd.DataFrame, dict[tuple[str, str, object, str], str]]:
+    """analysis.gate.latest_verdicts of `verdicts`, and each key's verdict (the table's last row)."""
+    global _LATEST
+    if _LATEST[0] is not verdicts:
+        latest = latest_verdicts(verdicts)
+        keys = zip(
+            latest["model"], latest["lever"], latest["k"], latest["corpus"], latest["verdict"], strict=True
+        )
+        _LATEST = (verdicts, latest, {(m, lv, k, c): v for m, lv, k, c, v in keys})  # 8.0 finds 8
+    return _LATEST[1], _LATEST[2]
 
 
 def _corpora(config: LeverConfig, final_corpus: str) -> list[str]:
@@ -166,6 +186,10 @@ def failed_gates(verdicts: pd.DataFrame, model: str, config: LeverConfig, latest
 def gate_words(verdicts: pd.DataFrame, model: str, config: LeverConfig, latest: bool = False) -> str:
     """The candidate's latest verdict for `model` per corpus, e.g. 'code_complete pass, chat_bench fail'."""
     table = verdicts if latest else latest_verdicts(verdicts)
+    if table is _LATEST[1]:  # indexed by _latest: a look-up per corpus, not a filter
+        index = _LATEST[2]
+        found = [(c, index.get((model, config.lever, k, c))) for c, k in config.k_by_corpus]
+        return ", ".join(f"{c} {v}" for c, v in found if v is not None) or "no verdict"
     words = []
     for corpus, k in config.k_by_corpus:
         rows = table[
@@ -195,7 +219,7 @@ def decide_change(
     new = geometric_mean(v for _, _, v in new_repeats)
     old = geometric_mean(v for _, _, v in old_repeats)
     decision = Decision(stage, candidate.label, incumbent.label, REJECT, "", new, old)
-    verdicts = latest_verdicts(verdicts)
+    verdicts, _ = _latest(verdicts)
     decision.gate = gate_words(verdicts, model, candidate, latest=True)
     if math.isnan(new) or math.isnan(old):
         decision.reason = "no valid measurement of " + (

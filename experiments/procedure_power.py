@@ -13,19 +13,30 @@ engines and the store, `stage` (run a grid) and `evidence` (read it back).
 
 Noise model (lognormal, per run = per engine launch), per session (one tune stage):
 
-    ln tok/s = ln(mu * (1 + effect(lever))) + O + D * t + e
+    ln tok/s = ln(mu * (1 + effect(lever))) + O + D * t + L + e
     O ~ N(0, session^2)   one offset shared by every run of the session (between-session term)
     D ~ N(0, drift^2)     the session's drift from its start anchor (t = 0) to its end anchor (t = 1)
-    e ~ N(0, van^2)       van and the anchor runs; N(0, lever^2) for every other lever
+    L ~ N(0, launch^2)    one per engine launch: a lever at one K in one repeat is a launch
+                          (grid.repeat_order=interleaved: launch = repeat), which serves every
+                          corpus of that repeat, so its corpora share L; each anchor run is a
+                          launch of its own. 0 in the rows that model every run as independent.
+    e ~ N(0, van^2)       van and the anchor runs; N(0, lever^2) for every other lever: the run
+                          to run term (with launch > 0: the block term inside one launch)
     runs in the grid's interleaved order: repeat r, then the levers (reversed on odd r), then corpora;
     run j of N measured runs at t = (j + 1) / (N + 1)
 
-The equivalence gate is off here (rules.require_equivalence=false): every lever simulated is
-lossless by construction, so it would pass, and these rows are about speed decisions; the gate's
-own error rates are simulated apart (analysis.equivalence). Scenarios: `null` (no lever
+The equivalence gate: off in a row whose `gate` is None (rules.require_equivalence=false: every
+lever simulated is lossless, so these rows are about speed decisions alone); on in a row with a
+GateModel, as the tune runs it: every stage session draws a verdict per measured lever, K and
+corpus (an identical lever's pass rate is the gate's power, analysis.equivalence_power), and the
+tune's own rule (experiments.decide, analysis.gate) reads the latest. Scenarios: `null` (no lever
 changes anything: every non-van deploy is a false deploy) and `+g` (every drafting lever,
 suffix / bestkpad / dynk at any K, is g faster; w4a4 is not: a right deploy is a drafting
 lever).
+
+Draws: every row and scenario draws from a seed of its own (row_seed: the base seed and the
+row's and scenario's names), each simulated tune from its own child of it, so a row's figures
+depend neither on which other rows ran nor on how many processes ran them (--workers).
 """
 
 from __future__ import annotations
@@ -33,7 +44,10 @@ from __future__ import annotations
 import argparse
 import functools
 import math
-from collections.abc import Mapping, Sequence
+import multiprocessing
+import os
+import zlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +55,7 @@ import pandas as pd
 from rich.console import Console
 
 from analysis.drift import DRIFT_COLUMNS, session_drift
+from analysis.equivalence import FAIL, PASS
 from analysis.medians import MEDIAN_COLUMNS, lever_medians
 from experiments.decide import KEEP, Decision, TuneRules
 from experiments.tune import STAGES, Tune, TuneConfig, confirm, deployment, procedure
@@ -49,19 +64,26 @@ from vocab.schema import LeverSpec, ModelSpec
 
 DRAFTING = ("suffix", "bestkpad", "dynk")
 MAX_FALSE_DEPLOY = 0.05
+MIN_POWER = 0.80
 BASE_TOK_PER_S = 1000.0
 SEED = 26
+# Processes that draw the tunes (each draws from its own seed: the figures do not depend on it).
+WORKERS = os.cpu_count() or 1
+VERDICT_COLUMNS = ["session_id", "model", "lever", "k", "corpus", "verdict", "reason", "judged_at",
+                   "floor_cell_key"]  # fmt: skip
 
 
 @dataclass(frozen=True)
 class ProcedureNoise:
-    """Run-to-run sigmas (log scale), the within-session drift and the between-session offset."""
+    """Sigmas (log scale): run to run (the block term inside a launch where `launch` > 0), the
+    within-session drift, the between-session offset and the engine launch's own term (module doc)."""
 
     name: str
     van: float
     lever: float
     drift: float
     session: float
+    launch: float = 0.0
 
 
 # analysis.power's default model, and the H200 tune of 2026-12-01's measured spread (SmolLM2 on
@@ -71,6 +93,23 @@ NOISES = (
     ProcedureNoise("H200 spread, session offset 2%", 0.118, 0.147, 0.02, 0.02),
     ProcedureNoise("H200 spread, session offset 5%", 0.118, 0.147, 0.02, 0.05),
 )
+# The H200's spread split as its launches hold it (issue 37): 11.8 % between launches, ~10 % block
+# to block inside one launch; a launch serves both corpora of its repeat, so they share its term.
+H200_LAUNCHES = ProcedureNoise(
+    "H200 launches (launch 11.8%, block 10%), offset 5%", 0.10, 0.10, 0.02, 0.05, launch=0.118
+)
+
+
+@dataclass(frozen=True)
+class GateModel:
+    """How the equivalence gate judges a lossless lever on one corpus in one session: it passes with
+    probability `pass_rate` (the gate's power for an identical lever), else fails."""
+
+    name: str
+    pass_rate: float
+
+    def verdict(self, rng: np.random.Generator) -> str:
+        return PASS if rng.random() < self.pass_rate else FAIL
 
 
 @functools.cache
@@ -89,6 +128,24 @@ class _ShippedLevers:
 _LEVERS = _ShippedLevers()
 
 
+def _frame(columns: Mapping[str, list], order: Sequence[str]) -> pd.DataFrame:
+    """A table of `columns`, text as Python objects: pandas' Arrow strings made the tune's row
+    look-ups (experiments.decide, analysis.drift) twice as slow on tables of a few rows."""
+    return pd.DataFrame(
+        {
+            name: np.array(values, dtype=object) if not values or isinstance(values[0], str) else values
+            for name, values in columns.items()
+        },
+        columns=list(order),
+    )
+
+
+@functools.cache
+def _no_verdicts() -> pd.DataFrame:
+    # One empty table for every gate-off evidence: building it costs more than a simulated stage.
+    return _frame({name: [] for name in VERDICT_COLUMNS}, VERDICT_COLUMNS)
+
+
 @dataclass
 class SimulatedTune(Tune):
     """A Tune whose stages draw measurements from the noise model instead of running engines."""
@@ -100,7 +157,12 @@ class SimulatedTune(Tune):
     sessions_run: int = 0
     repeats: int = 3  # grid.repeats of every stage
     anchors: dict[str, dict[str, float]] = field(default_factory=dict)  # session -> start / end tok/s
+    gate: GateModel | None = None  # None: the gate is off (module doc)
+    launches: int = 0  # engine launches the stages ran, anchors included
+    verdict_rows: list[dict] = field(default_factory=list)
+    _cells: dict[str, tuple[str, str, int, str, int, float]] = field(default_factory=dict)
     _cache: tuple | None = None
+    _verdicts: tuple[int, pd.DataFrame] | None = None
 
     @property
     def catalog(self) -> _ShippedLevers:  # type: ignore[override]
@@ -121,17 +183,23 @@ class SimulatedTune(Tune):
         offset = self.rng.normal(0.0, self.noise.session)
         drift = self.rng.normal(0.0, self.noise.drift)
         anchor = self.rng.normal(0.0, self.noise.van, 2)
+        if self.noise.launch > 0:  # each anchor run is a launch of its own
+            anchor = anchor + self.rng.normal(0.0, self.noise.launch, 2)
         keys = set()
         j = 0
         for r in range(repeats):
             for lever, k in specs if r % 2 == 0 else specs[::-1]:
+                # One launch per (lever, K, repeat) serves every corpus of the repeat.
+                launch = self.rng.normal(0.0, self.noise.launch) if self.noise.launch > 0 else 0.0
                 for corpus in corpora:
                     t = (j + 1) / (n_runs + 1)
                     j += 1
                     sigma = self.noise.van if lever == "van" else self.noise.lever
-                    ln = math.log(1.0 + self.effects.get(lever, 0.0)) + offset + drift * t
+                    ln = math.log(1.0 + self.effects.get(lever, 0.0)) + offset + drift * t + launch
                     key = f"{session}/{lever}/{k}/{corpus}/{r}"
                     keys.add(key)
+                    value = BASE_TOK_PER_S * math.exp(ln + self.rng.normal(0, sigma))
+                    self._cells[key] = (corpus, lever, k, session, r, value)
                     self.rows.append(
                         {
                             "cell_key": key,
@@ -143,9 +211,10 @@ class SimulatedTune(Tune):
                             "repeat": r,
                             "valid": True,
                             "anchor": None,
-                            "output_tok_per_s": BASE_TOK_PER_S * math.exp(ln + self.rng.normal(0, sigma)),
+                            "output_tok_per_s": value,
                         }
                     )
+        self.launches += repeats * len(specs) + 2
         for position, t, e in (("start", 0.0, anchor[0]), ("end", 1.0, anchor[1])):
             value = BASE_TOK_PER_S * math.exp(offset + drift * t + e)
             self.anchors.setdefault(session, {})[position] = value
@@ -163,64 +232,70 @@ class SimulatedTune(Tune):
                     "output_tok_per_s": value,
                 }
             )
+        if self.gate is not None:  # the session's gate verdicts, one per lever, K and corpus
+            for lever, k in specs:
+                if lever == "van":
+                    continue
+                for corpus in corpora:
+                    self.verdict_rows.append(
+                        {"session_id": session, "model": self.model.name, "lever": lever, "k": k,
+                         "corpus": corpus, "verdict": self.gate.verdict(self.rng), "reason": "simulated",
+                         "judged_at": f"{self.sessions_run:04d}", "floor_cell_key": "simulated"}
+                    )  # fmt: skip
         self.keys |= keys
         return keys
 
     def evidence(self, keys: set[str] | None = None) -> tuple:
         """What Tune.evidence reads from a store: medians per (corpus, lever, K) with their
         per-repeat values, each session's anchor drift, the verdicts. Built straight from the drawn
-        rows (pandas' group-bys cost a simulated tune seconds); store_evidence gives the same
+        cells (pandas' group-bys cost a simulated tune seconds); store_evidence gives the same
         tables through analysis.medians and analysis.drift, and a test holds the two equal."""
         wanted = keys if keys is not None else self.keys
-        cache_key = (frozenset(wanted), len(self.rows))
+        cache_key = (frozenset(wanted), len(self.rows), len(self.verdict_rows))
         if self._cache and self._cache[0] == cache_key:
             return self._cache[1]
-        groups: dict[tuple[str, str, int], list[dict]] = {}
-        sessions: set[str] = set()
-        for row in self.rows:
-            if row["anchor"] is None and row["cell_key"] in wanted:
-                groups.setdefault((row["corpus"], row["lever"], row["k"]), []).append(row)
-                sessions.add(row["session_id"])
-        medians = pd.DataFrame(
-            [
-                {
-                    "model": self.model.name,
-                    "corpus": corpus,
-                    "lever": lever,
-                    "k": k,
-                    "n": len(rows),
-                    "median": float(np.median([r["output_tok_per_s"] for r in rows])),
-                    "mad": math.nan,
-                    "sessions": tuple(sorted({r["session_id"] for r in rows})),
-                    "repeats": tuple(
-                        sorted((r["session_id"], r["repeat"], r["output_tok_per_s"]) for r in rows)
-                    ),
-                }
-                for (corpus, lever, k), rows in sorted(groups.items())
-            ],
-            columns=MEDIAN_COLUMNS,
+        groups: dict[tuple[str, str, int], list[tuple[str, int, float]]] = {}
+        for key in wanted:
+            corpus, lever, k, session, r, value = self._cells[key]
+            groups.setdefault((corpus, lever, k), []).append((session, r, value))
+        sessions = sorted({s for cells in groups.values() for s, _, _ in cells})
+        ordered = sorted(groups.items())
+        medians = _frame(
+            {
+                "model": [self.model.name] * len(ordered),
+                "corpus": [c for (c, _, _), _ in ordered],
+                "lever": [lv for (_, lv, _), _ in ordered],
+                "k": [k for (_, _, k), _ in ordered],
+                "n": [len(cells) for _, cells in ordered],
+                "median": [float(np.median([v for _, _, v in cells])) for _, cells in ordered],
+                "mad": [math.nan] * len(ordered),
+                "sessions": [tuple(sorted({s for s, _, _ in cells})) for _, cells in ordered],
+                "repeats": [tuple(sorted(cells)) for _, cells in ordered],
+            },
+            MEDIAN_COLUMNS,
         )
-        drift_rows = []
-        for session in sorted(sessions):
-            start, end = (self.anchors[session][p] for p in ("start", "end"))
-            d = math.log(end) - math.log(start)
-            drift_rows.append(
-                {
-                    "session_id": session,
-                    "model": self.model.name,
-                    "corpus": self.cfg.corpora[0],
-                    "lever": "van",
-                    "k": 0,
-                    "n_anchor_runs": 2,
-                    "anchor_start_tok_per_s": start,
-                    "anchor_end_tok_per_s": end,
-                    "anchor_mean_tok_per_s": (start + end) / 2,
-                    "drift_rel": abs(end - start) / ((start + end) / 2),
-                    "n_anchor_pairs": 1,
-                    "anchor_log_ss": d * d,
-                }
-            )
-        evidence = (medians, pd.DataFrame(drift_rows, columns=DRIFT_COLUMNS), self.verdicts())
+        starts = [self.anchors[s]["start"] for s in sessions]
+        ends = [self.anchors[s]["end"] for s in sessions]
+        drift = _frame(
+            {
+                "session_id": sessions,
+                "model": [self.model.name] * len(sessions),
+                "corpus": [self.cfg.corpora[0]] * len(sessions),
+                "lever": ["van"] * len(sessions),
+                "k": [0] * len(sessions),
+                "n_anchor_runs": [2] * len(sessions),
+                "anchor_start_tok_per_s": starts,
+                "anchor_end_tok_per_s": ends,
+                "anchor_mean_tok_per_s": [(a + b) / 2 for a, b in zip(starts, ends, strict=True)],
+                "drift_rel": [abs(b - a) / ((a + b) / 2) for a, b in zip(starts, ends, strict=True)],
+                "n_anchor_pairs": [1] * len(sessions),
+                "anchor_log_ss": [
+                    (math.log(b) - math.log(a)) ** 2 for a, b in zip(starts, ends, strict=True)
+                ],
+            },
+            DRIFT_COLUMNS,
+        )
+        evidence = (medians, drift, self.verdicts())
         self._cache = (cache_key, evidence)
         return evidence
 
@@ -235,8 +310,15 @@ class SimulatedTune(Tune):
         return medians, drift, self.verdicts()
 
     def verdicts(self) -> pd.DataFrame:
-        """None: the gate is off in these rows (module doc)."""
-        return pd.DataFrame(columns=["session_id", "model", "lever", "k", "corpus", "verdict", "reason"])
+        """The stages' gate verdicts (none with the gate off: module doc)."""
+        if not self.verdict_rows:
+            return _no_verdicts()
+        if self._verdicts is None or self._verdicts[0] != len(self.verdict_rows):
+            self._verdicts = (
+                len(self.verdict_rows),
+                pd.DataFrame(self.verdict_rows, columns=VERDICT_COLUMNS),
+            )
+        return self._verdicts[1]
 
     def record(self, decision: Decision) -> None:
         self.decisions.append(decision)  # no console: thousands of tunes
@@ -249,6 +331,7 @@ class Outcome:
     kept_stages: int  # how many stage decisions were keeps
     confirm_lo: float  # the confirmation's interval (NaN when none ran)
     confirm_hi: float
+    launches: int = 0  # engine launches of the whole tune, anchors included
 
 
 def tune_config(
@@ -256,15 +339,16 @@ def tune_config(
     stages: Sequence[str] = STAGES,
     confirm_repeats: int | None = None,
     corpora: Sequence[str] = ("code_complete", "chat_bench"),
+    gate: bool = False,
 ) -> TuneConfig:
-    """The tune's defaults (conf/tune/tune.yaml), as the simulation runs them."""
+    """The tune's defaults (conf/tune/tune.yaml), as the simulation runs them; the gate off unless `gate`."""
     return TuneConfig(
         model="sim",
         corpora=list(corpora),
         stages=list(stages),
         paired_stages=paired,
         confirm_repeats=confirm_repeats,
-        rules=TuneRules(require_equivalence=False),
+        rules=TuneRules(require_equivalence=gate),
     )
 
 
@@ -275,18 +359,45 @@ def simulate_once(
     effects: Mapping[str, float],
     repeats: int,
     rng: np.random.Generator,
+    gate: GateModel | None = None,
 ) -> Outcome:
     """One whole tune through experiments.tune's procedure, confirm and deployment."""
-    t = SimulatedTune(
-        cfg, model, "sim", Console(quiet=True), noise=noise, effects=effects, rng=rng, repeats=repeats
-    )
+    t = SimulatedTune(cfg, model, "sim", Console(quiet=True), noise=noise, effects=effects, rng=rng,
+                      repeats=repeats, gate=gate)  # fmt: skip
     final = procedure(t)
     confirmation = confirm(t, final)
     deployed, _ = deployment(t, final, confirmation)
     kept = sum(d.decision == KEEP for d in t.decisions)
     lo = confirmation.ci_lo if confirmation is not None else math.nan
     hi = confirmation.ci_hi if confirmation is not None else math.nan
-    return Outcome(deployed.lever, final.lever, kept, lo, hi)
+    return Outcome(deployed.lever, final.lever, kept, lo, hi, t.launches)
+
+
+def row_seed(seed: int, *names: str) -> np.random.SeedSequence:
+    """The seed of one row and scenario: the base seed and their names, so no two rows share draws."""
+    return np.random.SeedSequence([seed, *(zlib.crc32(name.encode()) for name in names)])
+
+
+def children(seed: np.random.SeedSequence | int, n: int) -> list[np.random.SeedSequence]:
+    """The first n children of `seed`, the same however often asked (SeedSequence.spawn counts on)."""
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return [
+        np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, i), pool_size=root.pool_size)
+        for i in range(n)
+    ]
+
+
+def pool_map(fn: Callable, tasks: Sequence, workers: int = WORKERS) -> list:
+    """fn over tasks, in `workers` forked processes (in order; one process: here)."""
+    if workers <= 1 or len(tasks) < 2:
+        return [fn(task) for task in tasks]
+    with multiprocessing.get_context("fork").Pool(min(workers, len(tasks))) as pool:
+        return pool.map(fn, tasks, chunksize=max(1, len(tasks) // (8 * workers)))
+
+
+def _simulate_task(task: tuple) -> Outcome:
+    cfg, model, noise, effects, repeats, seed, gate = task
+    return simulate_once(cfg, model, noise, effects, repeats, np.random.default_rng(seed), gate)
 
 
 @dataclass(frozen=True)
@@ -300,6 +411,8 @@ class Row:
     power_20: float
     coverage: float  # +10 %: confirmation intervals that hold the true ratio 1.10
     draws: int
+    gate: str = "off"
+    launches: float = math.nan  # mean engine launches per tune (+20 % scenario), anchors included
 
     @property
     def meets(self) -> bool:
@@ -315,14 +428,22 @@ def outcomes(
     effects: Mapping[str, float],
     n: int,
     draws: int,
-    rng: np.random.Generator,
+    seed: np.random.SeedSequence | int = SEED,
     w4a4: bool = False,
     cfg: TuneConfig | None = None,
+    gate: GateModel | None = None,
+    workers: int = WORKERS,
 ) -> list[Outcome]:
-    """`draws` whole tunes under `noise` with the true `effects`, at n repeats per stage."""
-    cfg = cfg or tune_config()
+    """`draws` whole tunes under `noise` with the true `effects`, at n repeats per stage, each from its
+    own child of `seed`."""
+    cfg = cfg or tune_config(gate=gate is not None)
     model = ModelSpec(name="sim", path="sim", quantized_variant="sim-nvfp4" if w4a4 else None)
-    return [simulate_once(cfg, model, noise, effects, n, rng) for _ in range(draws)]
+    tasks = [(cfg, model, noise, dict(effects), n, s, gate) for s in children(seed, draws)]
+    return pool_map(_simulate_task, tasks, workers)
+
+
+def row_name(noise: ProcedureNoise, n: int, w4a4: bool, gate: GateModel | None) -> str:
+    return f"{noise.name} | w4a4 {w4a4} | n {n} | gate {gate.name if gate else 'off'}"
 
 
 def procedure_row(
@@ -332,12 +453,18 @@ def procedure_row(
     seed: int = SEED,
     w4a4: bool = False,
     cfg: TuneConfig | None = None,
+    gate: GateModel | None = None,
+    workers: int = WORKERS,
 ) -> Row:
-    """The procedure's rates under `noise` at n repeats per stage, from `draws` simulated tunes each."""
-    rng = np.random.default_rng(seed)
-    null = outcomes(noise, {}, n, draws, rng, w4a4, cfg)
-    gain10 = outcomes(noise, _effects(0.10), n, draws, rng, w4a4, cfg)
-    gain20 = outcomes(noise, _effects(0.20), n, draws, rng, w4a4, cfg)
+    """The procedure's rates under `noise` at n repeats per stage, from `draws` simulated tunes per
+    scenario, each scenario from a seed of its own (row_seed)."""
+    name = row_name(noise, n, w4a4, gate)
+
+    def run(scenario: str, gain: float) -> list[Outcome]:
+        return outcomes(noise, _effects(gain) if gain else {}, n, draws, row_seed(seed, name, scenario),
+                        w4a4, cfg, gate, workers)  # fmt: skip
+
+    null, gain10, gain20 = run("null", 0.0), run("+10%", 0.10), run("+20%", 0.20)
     confirmed = [o for o in gain10 if not math.isnan(o.confirm_lo)]
     covered = sum(o.confirm_lo <= 1.10 <= o.confirm_hi for o in confirmed)
     return Row(
@@ -350,50 +477,58 @@ def procedure_row(
         sum(o.deployed in DRAFTING for o in gain20) / draws,
         covered / len(confirmed) if confirmed else math.nan,
         draws,
+        gate.name if gate else "off",
+        float(np.mean([o.launches for o in gain20])),
     )
 
 
+def _stage_task(task: tuple) -> bool:
+    noise, n, paired, effect, seed = task
+    cfg = tune_config(paired=paired, stages=("van", "suffix"), corpora=("code_complete",))
+    t = SimulatedTune(cfg, ModelSpec(name="sim", path="sim"), "sim", Console(quiet=True), noise=noise,
+                      rng=np.random.default_rng(seed), repeats=n, effects={"suffix": effect})  # fmt: skip
+    procedure(t)
+    return any(d.stage == "suffix" and d.decision == KEEP for d in t.decisions)
+
+
 def stage_keep(
-    noise: ProcedureNoise, n: int, draws: int, paired: bool, effect: float = 0.0, seed: int = SEED
+    noise: ProcedureNoise,
+    n: int,
+    draws: int,
+    paired: bool,
+    effect: float = 0.0,
+    seed: int = SEED,
+    workers: int = WORKERS,
 ) -> float:
     """How often one stage (suffix vs van) keeps suffix, paired in one session or across sessions."""
-    cfg = tune_config(paired=paired, stages=("van", "suffix"), corpora=("code_complete",))
-    model = ModelSpec(name="sim", path="sim")
-    rng = np.random.default_rng(seed)
-    kept = 0
-    for _ in range(draws):
-        t = SimulatedTune(
-            cfg,
-            model,
-            "sim",
-            Console(quiet=True),
-            noise=noise,
-            rng=rng,
-            repeats=n,
-            effects={"suffix": effect},
-        )
-        procedure(t)
-        kept += any(d.stage == "suffix" and d.decision == KEEP for d in t.decisions)
-    return kept / draws
+    cell = row_seed(seed, noise.name, f"stage n {n}", f"paired {paired}", f"effect {effect}")
+    kept = pool_map(_stage_task, [(noise, n, paired, effect, s) for s in children(cell, draws)], workers)
+    return sum(kept) / draws
 
 
 def procedure_table(rows: Sequence[Row]) -> str:
     lines = [
-        "| noise | w4a4 stage | n | false deploy (nothing works) | chosen before confirmation "
-        "| deploys a drafting lever at +10% | at +20% | confirmation interval covers 1.10 | meets |",
-        "|---|:---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "| noise | gate | w4a4 stage | n | launches per tune | false deploy (nothing works) "
+        "| chosen before confirmation | deploys a drafting lever at +10% | at +20% "
+        "| confirmation interval covers 1.10 | meets |",
+        "|---|---|:---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r.noise} | {'yes' if r.w4a4 else 'no'} | {r.n} | {r.false_deploy:.1%}"
-            f" | {r.false_candidate:.1%} | {r.power_10:.1%} | {r.power_20:.1%} | {r.coverage:.1%}"
-            f" | {'yes' if r.meets else 'no'} |"
+            f"| {r.noise} | {r.gate} | {'yes' if r.w4a4 else 'no'} | {r.n} | {r.launches:.0f}"
+            f" | {r.false_deploy:.1%} | {r.false_candidate:.1%} | {r.power_10:.1%} | {r.power_20:.1%}"
+            f" | {r.coverage:.1%} | {'yes' if r.meets else 'no'} |"
         )
     return "\n".join(lines)
 
 
 def stage_table(
-    noise: ProcedureNoise, ns: Sequence[int], draws: int, gain: float = 0.10, seed: int = SEED
+    noise: ProcedureNoise,
+    ns: Sequence[int],
+    draws: int,
+    gain: float = 0.10,
+    seed: int = SEED,
+    workers: int = WORKERS,
 ) -> str:
     lines = [
         f"One stage (suffix vs van), {noise.name}, {draws:,} draws per cell: how often suffix is kept",
@@ -403,7 +538,7 @@ def stage_table(
     ]
     for n in ns:
         cells = [
-            stage_keep(noise, n, draws, paired, effect, seed)
+            stage_keep(noise, n, draws, paired, effect, seed, workers)
             for effect in (0.0, gain)
             for paired in (True, False)
         ]
@@ -424,30 +559,62 @@ STRESS = ProcedureNoise("stress (van 1%, lever 10%, drift 0.5%)", 0.01, 0.10, 0.
 OFFSET = ProcedureNoise("van 1%, lever 5%, drift 2%, session offset 5%", 0.01, 0.05, 0.02, 0.05)
 
 
+@dataclass(frozen=True)
+class RowSpec:
+    """One row of `make power`'s procedure table: the noise, repeats per stage, w4a4, the gate."""
+
+    noise: ProcedureNoise
+    n: int = 5
+    w4a4: bool = False
+    gate: GateModel | None = None
+
+
+def table_rows(repeats: int) -> list[RowSpec]:
+    """The rows `make power` prints, at `repeats` per stage (and the H200 rows' larger budgets)."""
+    return [
+        RowSpec(NOISES[0], repeats),
+        RowSpec(NOISES[1], repeats),
+        RowSpec(NOISES[2], repeats),
+        RowSpec(NOISES[0], repeats, w4a4=True),
+        RowSpec(STRESS, repeats),
+        RowSpec(H200_LAUNCHES, repeats),
+    ]
+
+
+def header(repeats: int, draws: int, seed: int) -> str:
+    """The table's first line, which the README quotes (a test holds the two equal)."""
+    return (
+        "The whole tune (experiments.tune: suffix, kpad, best K over [4, 6, 8, 12], dynk, confirmation;"
+        f" deploy only what the confirmation confirms), n repeats per stage ({repeats} unless the row"
+        f" says), 2 corpora, {draws:,} simulated tunes per scenario and row, each row and scenario"
+        f" its own draws from seed {seed}:"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=400, help="simulated tunes per scenario and row")
+    parser.add_argument("--draws", type=int, default=2000, help="simulated tunes per scenario and row")
     parser.add_argument("--repeats", type=int, default=5, help="grid.repeats of every stage")
     parser.add_argument("--stage-draws", type=int, default=1000, help="draws per row of the stage table")
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--workers", type=int, default=WORKERS, help="processes (the figures do not change)")
     args = parser.parse_args(argv)
-    if args.draws < 1 or args.repeats < 2 or args.stage_draws < 1:
-        parser.error("--draws and --stage-draws >= 1, --repeats >= 2")
-    print(
-        f"The whole tune (experiments.tune: suffix, kpad, best K over [4, 6, 8, 12], dynk, confirmation;"
-        f" deploy only what the confirmation confirms), {args.repeats} repeats per stage, 2 corpora, "
-        f"{args.draws:,} simulated tunes per scenario, seed {args.seed}:\n"
-    )
-    rows = [procedure_row(noise, args.repeats, args.draws, args.seed) for noise in NOISES]
-    rows.append(procedure_row(NOISES[0], args.repeats, args.draws, args.seed, w4a4=True))
-    rows.append(procedure_row(STRESS, args.repeats, args.draws, args.seed))
+    if args.draws < 1 or args.repeats < 2 or args.stage_draws < 1 or args.workers < 1:
+        parser.error("--draws, --stage-draws and --workers >= 1, --repeats >= 2")
+    print(header(args.repeats, args.draws, args.seed) + "\n")
+    rows = [
+        procedure_row(
+            spec.noise, spec.n, args.draws, args.seed, spec.w4a4, gate=spec.gate, workers=args.workers
+        )
+        for spec in table_rows(args.repeats)
+    ]
     print(procedure_table(rows))
     print(
         f"\ntarget: false deploy <= {MAX_FALSE_DEPLOY:.0%} in every row; "
         + ("met" if all(r.meets for r in rows) else "NOT met")
     )
     print()
-    print(stage_table(OFFSET, (3, 5, 8, 12), args.stage_draws, seed=args.seed))
+    print(stage_table(OFFSET, (3, 5, 8, 12), args.stage_draws, seed=args.seed, workers=args.workers))
     return 0
 
 

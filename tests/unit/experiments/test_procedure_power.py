@@ -17,10 +17,12 @@ import experiments.procedure_power as pp
 import experiments.tune as tune_module
 from experiments.decide import KEEP
 from experiments.procedure_power import (
+    H200_LAUNCHES,
     MAX_FALSE_DEPLOY,
     NOISES,
     OFFSET,
     STRESS,
+    GateModel,
     SimulatedTune,
     outcomes,
     procedure_row,
@@ -36,7 +38,7 @@ H200_5 = NOISES[2]  # the H200's measured spread with a 5 % offset between sessi
 @pytest.fixture(scope="module")
 def stress_null():
     """Whole tunes where nothing works, under a noise where the stages alone keep a null lever often."""
-    return outcomes(STRESS, {}, n=5, draws=120, rng=np.random.default_rng(3))
+    return outcomes(STRESS, {}, n=5, draws=120, seed=3)
 
 
 def test_the_confirmation_gate_holds_the_false_deploy_rate(stress_null):
@@ -52,7 +54,7 @@ def test_without_the_confirmation_gate_the_same_simulation_misses_the_target(mon
     # The rows go through tune.deployment: replaced by "deploy the procedure's choice", the very
     # simulation misses the target. So the table measures the deploy rule, not a copy of it.
     monkeypatch.setattr(pp, "deployment", lambda t, final, confirmation: (final, "ungated"))
-    ungated = outcomes(STRESS, {}, n=5, draws=120, rng=np.random.default_rng(3))
+    ungated = outcomes(STRESS, {}, n=5, draws=120, seed=3, workers=1)  # the patch lives in this process
     assert sum(o.deployed != "van" for o in ungated) / len(ungated) > 2 * MAX_FALSE_DEPLOY
 
 
@@ -131,3 +133,46 @@ def test_the_real_tune_gives_each_paired_stage_its_own_prompt_seed(tmp_path):
         ["kpad", "grid.levers=[van,bestkpad]", "+grid.ks.bestkpad=[8]", f"load.seed={base + 200}"],
     ]
     assert not math.isnan(base)
+
+
+def test_each_row_draws_its_own_tunes_and_the_processes_do_not_change_them():
+    # The two H200 rows differ only in the session offset, which paired stages cancel: drawn from one
+    # seed they were the same tunes and agreed to the digit. Each row now has its own draws.
+    h2 = outcomes(NOISES[1], {}, n=3, draws=6, seed=pp.row_seed(7, pp.row_name(NOISES[1], 3, False, None)))
+    h5 = outcomes(NOISES[2], {}, n=3, draws=6, seed=pp.row_seed(7, pp.row_name(NOISES[2], 3, False, None)))
+    assert [o.confirm_lo for o in h2] != [o.confirm_lo for o in h5] or [o.kept_stages for o in h2] != [
+        o.kept_stages for o in h5
+    ]
+    seed = pp.row_seed(7, "any row")
+    one = outcomes(NOISES[0], pp._effects(0.1), n=3, draws=6, seed=seed, workers=1)
+    two = outcomes(NOISES[0], pp._effects(0.1), n=3, draws=6, seed=seed, workers=2)
+    assert one == two
+
+
+def test_the_row_seeds_are_independent_of_each_other():
+    names = [pp.row_name(s.noise, s.n, s.w4a4, s.gate) for s in pp.table_rows(5)]
+    assert len(set(names)) == len(names)
+    firsts = {pp.row_seed(26, name, "null").generate_state(1)[0] for name in names}
+    assert len(firsts) == len(names)
+
+
+def test_a_launch_serves_both_corpora_of_its_repeat():
+    quiet = pp.ProcedureNoise("launch only", 1e-9, 1e-9, 0.0, 0.0, launch=0.1)
+    t = SimulatedTune(tune_config(), ModelSpec(name="sim", path="sim"), "sim", Console(quiet=True),
+                      noise=quiet, rng=np.random.default_rng(2), repeats=3)  # fmt: skip
+    t.stage("suffix", {"van": [], "suffix": [8]})
+    by_launch: dict[tuple[str, int], list[float]] = {}
+    for row in t.rows:
+        if row["anchor"] is None:
+            by_launch.setdefault((row["lever"], row["repeat"]), []).append(row["output_tok_per_s"])
+    assert all(v == pytest.approx(values[0], rel=1e-6) for values in by_launch.values() for v in values)
+    assert len({round(values[0], 6) for values in by_launch.values()}) == len(by_launch)
+    assert t.launches == 3 * 2 + 2  # (van, suffix) x 3 repeats, two anchor launches
+    assert H200_LAUNCHES.launch == 0.118
+
+
+def test_with_the_gate_on_the_tune_deploys_only_what_the_gate_passed():
+    blocked = procedure_row(NOISES[0], n=5, draws=20, seed=8, gate=GateModel("never passes", 0.0))
+    assert blocked.power_20 == 0.0 and blocked.false_deploy == 0.0
+    open_gate = procedure_row(NOISES[0], n=5, draws=20, seed=8, gate=GateModel("always passes", 1.0))
+    assert open_gate.power_20 >= 0.9
