@@ -331,24 +331,86 @@ def _points(share: float) -> str:
     return f"{100.0 * share:+.1f} points"
 
 
+# z of the one-sided 99% bound on the replicate's changed share that sets the margin's width: a
+# floor that looks quieter than it is would give too narrow a margin, which identical levers fail.
+FLOOR_BOUND_Z = statistics.NormalDist().inv_cdf(0.99)
+
+
+def floor_changed_upper(floor_changed: int, n_prompts: int, z: float = FLOOR_BOUND_Z) -> float:
+    """Wilson's one-sided upper bound on the share of prompts van's replicate changes (1.0: none)."""
+    if n_prompts <= 0:
+        return 1.0
+    p, z2 = floor_changed / n_prompts, z * z
+    centre = p + z2 / (2 * n_prompts)
+    spread = z * math.sqrt(p * (1 - p) / n_prompts + z2 / (4 * n_prompts * n_prompts))
+    return min(1.0, (centre + spread) / (1 + z2 / n_prompts))
+
+
+def margin_for(n_prompts: int, discordant_share: float, cfg: EquivalenceConfig) -> float:
+    """The margin a lever identical to van clears with probability cfg.identical_pass_rate, or wider.
+
+    An identical lever is discordant with the replicate on `discordant_share`
+    of prompts, half each way, so d estimated ~ N(0, discordant_share / n). At
+    its identical_pass_rate quantile, z_p sqrt(n D) more discordant prompts
+    against it than for it (plus one for the counts' discreteness), Tango's
+    upper bound is the narrowest margin that identical lever still passes;
+    never narrower than cfg.noninferiority_margin. About (z_alpha + z_p)
+    sqrt(D / n): 35 points at 46 prompts and D = 1/2, 19 at 160, 10.4 at 512.
+    """
+    if n_prompts <= 0:
+        return math.nan
+    z = statistics.NormalDist().inv_cdf(cfg.identical_pass_rate)
+    discordant = n_prompts * discordant_share
+    lean = min(z * math.sqrt(discordant) + 1.0, discordant)
+    upper = excess_changed_upper_bound((discordant + lean) / 2, (discordant - lean) / 2, n_prompts, cfg.alpha)
+    return max(cfg.noninferiority_margin, upper)
+
+
+def widest_margin(n_prompts: int, cfg: EquivalenceConfig) -> float:
+    """The widest margin judge_paired applies at n prompts: at the noisiest floor (half of outputs changed).
+
+    A lever this much worse than van's rerun is caught (not passed) at least
+    1 - cfg.alpha of the time on every floor (analysis/equivalence_power.py).
+    """
+    return margin_for(n_prompts, 0.5, cfg)
+
+
+def applied_margin(n_prompts: int, floor_changed: int, cfg: EquivalenceConfig) -> float:
+    """The margin judge_paired holds a lever to, from van's own run-to-run change on these prompts.
+
+    The floor measures how noisy the engine is: the replicate changed
+    `floor_changed` of `n_prompts` of van's outputs. A lever identical to van is
+    at most as discordant with the replicate as two independent runs that each
+    change a share p of outputs are, 2 p (1 - p) (runs that change the same
+    fragile prompts agree more), so the margin is margin_for at that
+    discordance with p the floor's 99% upper bound capped at 1/2: wider on a
+    noisy engine and with few prompts, where an identical lever could not
+    otherwise pass; never wider than widest_margin; never narrower than
+    cfg.noninferiority_margin.
+    """
+    p_upper = min(0.5, floor_changed_upper(floor_changed, n_prompts))
+    return margin_for(n_prompts, 2.0 * p_upper * (1.0 - p_upper), cfg)
+
+
 def judge_paired(paired: Paired, cfg: EquivalenceConfig) -> Verdict:
     """PASS only when the lever is shown to change at most the margin more outputs than van's rerun does.
 
     In order (module doc): fewer than cfg.min_prompts prompts in common is
     NO_REFERENCE; on a deterministic floor (the replicate matched van on every
     prompt) any output the lever changed FAILs; an upper one-sided (1 - cfg.alpha)
-    Tango bound on d below the margin PASSes. Otherwise the bound did not clear
-    the margin: NO_REFERENCE when even a lever identical to van could not have
-    cleared it with these prompts at this discordance and the lever is not
-    significantly worse than the replicate (too few prompts to tell), else FAIL.
+    Tango bound on d below the margin applied (applied_margin: calibrated on the
+    replicate's own changed share and the number of prompts) PASSes. Otherwise
+    the bound did not clear the margin: NO_REFERENCE when even a lever identical
+    to van could not have cleared it with these prompts at this discordance and
+    the lever is not significantly worse than the replicate (too few prompts to
+    tell), else FAIL.
     """
     n = paired.n_prompts
     if n < cfg.min_prompts:
         return Verdict(
             NO_REFERENCE,
             f"{n} prompts in common with van and its replicate; the paired gate needs "
-            f">= {cfg.min_prompts} (gates.equivalence.min_prompts: below it no lever identical to van "
-            f"can clear the margin of {100 * cfg.noninferiority_margin:.0f} points)",
+            f">= {cfg.min_prompts} (gates.equivalence.min_prompts: fewer is no evidence either way)",
         )
     figures = (
         f"lever = van on {paired.lever_matches}/{n}, replicate = van on {paired.floor_matches}/{n}; "
@@ -362,14 +424,23 @@ def judge_paired(paired: Paired, cfg: EquivalenceConfig) -> Verdict:
         f"{figures}; d = share changed by the lever - by the replicate = "
         f"{_points(paired.excess_changed_share)}, {1 - cfg.alpha:.0%} upper bound {_points(upper)}"
     )
-    margin = f"margin {100 * cfg.noninferiority_margin:.1f} points (gates.equivalence.noninferiority_margin)"
-    if upper < cfg.noninferiority_margin:
+    applied = applied_margin(n, n - paired.floor_matches, cfg)
+    margin = f"margin {100 * applied:.1f} points"
+    if applied > cfg.noninferiority_margin:
+        margin += (
+            f" (gates.equivalence.noninferiority_margin {100 * cfg.noninferiority_margin:.0f}, widened "
+            f"so that a lever identical to van passes {cfg.identical_pass_rate:.0%} at {n} prompts "
+            "on this floor)"
+        )
+    else:
+        margin += " (gates.equivalence.noninferiority_margin)"
+    if upper < applied:
         return Verdict(PASS, f"{bound} < {margin}")
     half = (paired.floor_only + paired.lever_only) / 2.0
-    identical_could_pass = excess_changed_upper_bound(half, half, n, cfg.alpha) < cfg.noninferiority_margin
+    identical_could_pass = excess_changed_upper_bound(half, half, n, cfg.alpha) < applied
     lower = excess_changed_lower_bound(paired.floor_only, paired.lever_only, n, cfg.alpha)
     if not identical_could_pass and lower <= 0.0:
-        needed = prompts_needed(paired.discordant_share, cfg.noninferiority_margin, cfg.alpha)
+        needed = prompts_needed(paired.discordant_share, applied, cfg.alpha)
         return Verdict(
             NO_REFERENCE,
             f"{bound} >= {margin}; too few prompts to tell: at {paired.discordant_share:.0%} discordant, "

@@ -25,15 +25,27 @@ Floors:
   h200_measured     the H200 tune of 2026-12-01: the replicate changed 104 of 160,
                     a lever identical in effect (suffix) was discordant with it on
                     33 of 160 (21%): fragile prompts are fragile in every run
+  quiet_independent the replicate changes 10% of outputs, independently: a quieter
+                    engine, where the gate's margin (applied_margin) is narrower
   deterministic     float32 on the CPU: the replicate changes nothing
 
-Targets (tests/unit/analysis/test_equivalence_power.py): a lever identical to
-van passes every time on the deterministic floor from min_prompts (25) on, at
-least 80% at 160 prompts on the measured H200 floor and at 320 on the
-independent one; below min_prompts nothing passes; a lever 10 points worse
-(at the margin) is caught (not passed) at least 1 - alpha - 0.01 (94%, the bound
-is approximate and the draws finite) at every n, and a lever 5 or 10 points
-worse on the deterministic floor at least 95% from 80 prompts on.
+The margin is the gate's own (analysis/equivalence.py: applied_margin): the
+configured 10 points, widened from the replicate's changed share where the
+prompts are too few for a lever identical to van to pass cfg.identical_pass_rate
+of the time; widest_margin(n) is the widest it applies, at a floor changing half
+of outputs. "At the margin" below is a lever that much worse than van's rerun.
+
+Targets (tests/unit/analysis/test_equivalence_power.py), at every prompt count a
+corpus ships (NS: cpu_small 25, smoke's chat_bench 40, the study's chat_bench 46,
+gpu_validate's 78, gpu_short 160, summarize 281, study 512): a lever identical
+to van passes >= 95% on every floor, a lever at the margin is caught (failed or
+no_reference, never a pass) >= 95% on every floor; below min_prompts nothing
+passes.
+
+For simulations of the whole procedure (experiments/procedure_power.py), which
+run with the gate on as the tune does, draw_passes(rng, excess, n_prompts,
+draws, floor, cfg) draws the gate's verdict for a lever whose true excess
+changed share over van's rerun is `excess` (0: lossless).
 """
 
 from __future__ import annotations
@@ -41,16 +53,19 @@ from __future__ import annotations
 import argparse
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 import numpy as np
 
-from analysis.equivalence import NO_REFERENCE, PASS, judge_paired, paired_from_counts
+from analysis.equivalence import NO_REFERENCE, PASS, judge_paired, paired_from_counts, widest_margin
 from vocab.schema import EquivalenceConfig
 
-NS = (20, 40, 80, 160, 320)
-EXCESSES = (0.0, 0.05, 0.10)
-DRAWS = 40_000
+# The prompt counts the shipped corpora and loads judge a lever on (module doc).
+NS = (25, 40, 46, 78, 160, 281, 512)
+# A lever's true excess: identical to van, at the gate's widest margin, 10 points worse.
+IDENTICAL, AT_MARGIN, PLUS_10 = "identical", "at_margin", "plus_10"
+LEVERS = (IDENTICAL, AT_MARGIN, PLUS_10)
+DRAWS = 20_000
 SEED = 26
 
 
@@ -72,10 +87,16 @@ class Floor:
         return self.differ_share / self.fragile_change if self.fragile_change else 0.0
 
 
-H200_INDEPENDENT = Floor("h200_independent", 0.48, 2 * 0.48 * 0.52)
+def independent(name: str, differ_share: float) -> Floor:
+    """A floor where every prompt is equally fragile: runs change outputs independently."""
+    return Floor(name, differ_share, 2.0 * differ_share * (1.0 - differ_share))
+
+
+H200_INDEPENDENT = independent("h200_independent", 0.48)
 H200_MEASURED = Floor("h200_measured", 104 / 160, 33 / 160)
+QUIET_INDEPENDENT = independent("quiet_independent", 0.10)
 DETERMINISTIC = Floor("deterministic", 0.0, 0.0)
-FLOORS = (H200_INDEPENDENT, H200_MEASURED, DETERMINISTIC)
+FLOORS = (H200_INDEPENDENT, H200_MEASURED, QUIET_INDEPENDENT, DETERMINISTIC)
 
 
 def outcome_probabilities(floor: Floor, excess: float) -> tuple[float, float, float, float]:
@@ -87,6 +108,65 @@ def outcome_probabilities(floor: Floor, excess: float) -> tuple[float, float, fl
     floor_only = fragile * change * (1.0 - change) * (1.0 - extra)
     both = fragile * change * lever_changes_fragile
     return lever_only, floor_only, both, 1.0 - lever_only - floor_only - both
+
+
+# judge_paired's verdict per (config, n, lever only, replicate only, both): draws repeat counts often.
+_VERDICTS: dict[tuple[object, ...], str] = {}
+
+
+def judged(n_prompts: int, lever_only: int, floor_only: int, both: int, cfg: EquivalenceConfig) -> str:
+    """judge_paired's verdict on these counts, remembered."""
+    key = (*astuple(cfg), n_prompts, lever_only, floor_only, both)
+    if key not in _VERDICTS:
+        _VERDICTS[key] = judge_paired(
+            paired_from_counts(n_prompts, lever_only, floor_only, both), cfg
+        ).verdict
+    return _VERDICTS[key]
+
+
+def draw_verdicts(
+    rng: np.random.Generator,
+    excess: float,
+    n_prompts: int,
+    draws: int = 1,
+    floor: Floor = H200_INDEPENDENT,
+    cfg: EquivalenceConfig | None = None,
+) -> np.ndarray:
+    """`draws` verdicts ('pass', 'fail', 'no_reference') of the gate on simulated sessions.
+
+    Each draw: `n_prompts` prompts run by van, van's replicate and the lever
+    (outcome_probabilities of `floor`); the lever changes a share `excess` more of
+    van's outputs than the replicate does (0.0: a lossless lever; excess in
+    [0, 1 - floor.differ_share]); judged by analysis.equivalence.judge_paired
+    with `cfg` (default EquivalenceConfig()).
+    """
+    cfg = cfg or EquivalenceConfig()
+    room = 1.0 - floor.differ_share
+    if not 0.0 <= excess <= room + 1e-12:
+        raise ValueError(
+            f"excess {excess:g}: a lever can change at most 1 - differ_share = {room:.2f} more of van's "
+            f"outputs than the replicate on floor {floor.name}; pass an excess in [0, {room:.2f}]"
+        )
+    probabilities = outcome_probabilities(floor, min(excess, room))
+    counts = rng.multinomial(n_prompts, probabilities, size=draws)
+    return np.array([judged(n_prompts, a, b, c, cfg) for a, b, c, _ in counts.tolist()], dtype=object)
+
+
+def draw_passes(
+    rng: np.random.Generator,
+    excess: float,
+    n_prompts: int,
+    draws: int = 1,
+    floor: Floor = H200_INDEPENDENT,
+    cfg: EquivalenceConfig | None = None,
+) -> np.ndarray:
+    """Whether the gate passes the lever, per draw (bool array of `draws`): draw_verdicts == 'pass'.
+
+    The call a simulation of the whole procedure makes to run "with the gate on,
+    as the tune does": a lever that is not passed is not used (analysis/gate.py).
+    Example: draw_passes(rng, 0.0, 46) -> array([ True]) about 96% of the time.
+    """
+    return draw_verdicts(rng, excess, n_prompts, draws, floor, cfg) == PASS
 
 
 @dataclass(frozen=True)
@@ -102,6 +182,12 @@ class Rates:
         return 1.0 - self.passed
 
 
+def excess_of(lever: str, n_prompts: int, floor: Floor, cfg: EquivalenceConfig) -> float:
+    """The true excess of a named lever (LEVERS), capped at what the floor leaves room for."""
+    wanted = {IDENTICAL: 0.0, AT_MARGIN: widest_margin(n_prompts, cfg), PLUS_10: 0.10}[lever]
+    return min(wanted, 1.0 - floor.differ_share)
+
+
 def simulate(
     floor: Floor,
     excess: float,
@@ -114,67 +200,69 @@ def simulate(
     cfg = cfg or EquivalenceConfig()
     # Each cell draws its own stream, so a cell's figures do not depend on which others ran.
     rng = np.random.default_rng([seed, n_prompts, round(excess * 1e6), zlib.crc32(floor.name.encode())])
-    counts = rng.multinomial(n_prompts, outcome_probabilities(floor, excess), size=draws)
-    # A verdict depends on the discordant counts and on whether the replicate
-    # changed anything (the deterministic rule) alone: judge each distinct one once.
-    keys = np.column_stack([counts[:, 0], counts[:, 1], (counts[:, 1] + counts[:, 2]) == 0])
-    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
-    judged = []
-    for lever_only, floor_only, fixed in distinct.tolist():
-        # Beyond the discordant counts only whether the replicate changed anything
-        # matters: one prompt changed by both stands for "it did" where no discordant one says so.
-        both = 0 if fixed or floor_only else 1
-        judged.append(judge_paired(paired_from_counts(n_prompts, lever_only, floor_only, both), cfg).verdict)
-    verdicts = np.array(judged)[inverse.reshape(-1)]
-    passed = int(np.count_nonzero(verdicts == PASS))
-    no_reference = int(np.count_nonzero(verdicts == NO_REFERENCE))
-    return Rates(passed / draws, no_reference / draws)
+    verdicts = draw_verdicts(rng, excess, n_prompts, draws, floor, cfg)
+    return Rates(
+        float(np.count_nonzero(verdicts == PASS)) / draws,
+        float(np.count_nonzero(verdicts == NO_REFERENCE)) / draws,
+    )
 
 
 def table(
     floors: Sequence[Floor] = FLOORS,
-    excesses: Sequence[float] = EXCESSES,
+    levers: Sequence[str] = LEVERS,
     ns: Sequence[int] = NS,
     cfg: EquivalenceConfig | None = None,
     draws: int = DRAWS,
     seed: int = SEED,
-) -> dict[tuple[str, float, int], Rates]:
-    """(floor name, excess, n prompts) -> rates, over the whole grid."""
+) -> dict[tuple[str, str, int], Rates]:
+    """(floor name, lever, n prompts) -> rates, over the whole grid."""
+    cfg = cfg or EquivalenceConfig()
     return {
-        (floor.name, excess, n): simulate(floor, excess, n, cfg, draws, seed)
+        (floor.name, lever, n): simulate(floor, excess_of(lever, n, floor, cfg), n, cfg, draws, seed)
         for floor in floors
-        for excess in excesses
+        for lever in levers
         for n in ns
     }
 
 
 def markdown(
-    rates: dict[tuple[str, float, int], Rates],
+    rates: dict[tuple[str, str, int], Rates],
     floors: Sequence[Floor] = FLOORS,
-    excesses: Sequence[float] = EXCESSES,
+    levers: Sequence[str] = LEVERS,
     ns: Sequence[int] = NS,
+    cfg: EquivalenceConfig | None = None,
 ) -> str:
     """One row per floor and lever: an identical lever's pass rate, a worse lever's catch rate (%)."""
+    cfg = cfg or EquivalenceConfig()
     lines = [
         "| floor (replicate changes / identical lever discordant) | lever | "
         + " | ".join(f"{n} prompts" for n in ns)
         + " |",
         "|---|---|" + "---|" * len(ns),
+        "| (any) | widest margin, points | "
+        + " | ".join(f"{100 * widest_margin(n, cfg):.1f}" for n in ns)
+        + " |",
     ]
+    what = {
+        IDENTICAL: "identical: pass",
+        AT_MARGIN: "at the widest margin: caught",
+        PLUS_10: "+10 points: caught",
+    }
     for floor in floors:
         label = f"{floor.name} ({floor.differ_share:.0%} / {floor.discordant_share:.0%})"
-        for excess in excesses:
-            if excess == 0.0:
-                what = "identical: pass"
-                cells = [rates[floor.name, excess, n].passed for n in ns]
-            else:
-                what = f"+{100 * excess:.0f} points: caught"
-                cells = [rates[floor.name, excess, n].caught for n in ns]
-            lines.append(f"| {label} | {what} | " + " | ".join(f"{100 * c:.1f}" for c in cells) + " |")
-        no_ref = [rates[floor.name, 0.0, n].no_reference for n in ns]
-        lines.append(
-            f"| {label} | identical: no_reference | " + " | ".join(f"{100 * c:.1f}" for c in no_ref) + " |"
-        )
+        for lever in levers:
+            cells = [rates[floor.name, lever, n] for n in ns]
+            shares = [c.passed if lever == IDENTICAL else c.caught for c in cells]
+            # '*': the floor leaves less room than the margin; the lever changes every output it can.
+            marks = ["*" if excess_of(lever, n, floor, cfg) < excess_of(lever, n, DETERMINISTIC, cfg) else ""
+                     for n in ns]  # fmt: skip
+            figures = " | ".join(f"{100 * c:.1f}{mark}" for c, mark in zip(shares, marks, strict=True))
+            lines.append(f"| {label} | {what[lever]} | {figures} |")
+    lines.append("")
+    lines.append(
+        "* the margin is more than the floor leaves (1 - replicate's changed share): "
+        "the lever changes every output the replicate kept"
+    )
     return "\n".join(lines)
 
 
@@ -185,16 +273,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--margin", type=float, default=EquivalenceConfig.noninferiority_margin)
     parser.add_argument("--alpha", type=float, default=EquivalenceConfig.alpha)
     parser.add_argument("--min-prompts", type=int, default=EquivalenceConfig.min_prompts)
+    parser.add_argument("--identical-pass-rate", type=float, default=EquivalenceConfig.identical_pass_rate)
     args = parser.parse_args(argv)
-    cfg = EquivalenceConfig(noninferiority_margin=args.margin, alpha=args.alpha, min_prompts=args.min_prompts)
+    cfg = EquivalenceConfig(
+        noninferiority_margin=args.margin,
+        alpha=args.alpha,
+        min_prompts=args.min_prompts,
+        identical_pass_rate=args.identical_pass_rate,
+    )
     rates = table(cfg=cfg, draws=args.draws, seed=args.seed)
     print(
-        f"Paired equivalence gate: margin {100 * cfg.noninferiority_margin:.0f} points, "
-        f"{1 - cfg.alpha:.0%} upper bound (Tango), min_prompts {cfg.min_prompts}, "
-        f"{args.draws:,} draws per cell; % of verdicts"
+        f"Paired equivalence gate: margin {100 * cfg.noninferiority_margin:.0f} points, widened where an "
+        f"identical lever would pass < {cfg.identical_pass_rate:.0%}; {1 - cfg.alpha:.0%} upper bound "
+        f"(Tango), min_prompts {cfg.min_prompts}, {args.draws:,} draws per cell, each cell its own; "
+        "% of verdicts"
     )
     print()
-    print(markdown(rates))
+    print(markdown(rates, cfg=cfg))
 
 
 if __name__ == "__main__":

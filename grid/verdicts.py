@@ -16,9 +16,12 @@ attempt left out, one line each.
 
 Lossless levers are judged by a paired non-inferiority test against that
 replicate (analysis/equivalence.py: judge_paired: the upper bound on how many
-more outputs the lever changes than the replicate does must lie below
-gates.equivalence.noninferiority_margin); without a replicate, by exact match
-against a fixed rate (judge). Levers that change outputs on purpose
+more outputs the lever changes than the replicate does must lie below the
+margin, gates.equivalence.noninferiority_margin widened from the replicate's
+own changed share where the prompts are too few for a lever identical to van to
+pass: margin_applied); without a replicate, by exact match against a fixed
+rate (judge: every output must match, so a missing floor never excuses a
+changed output). Levers that change outputs on purpose
 (lever.quantized, from the lever's config, never from the verdict rows) by the
 logprob probe's top-k agreement and KL against van (judge_distribution). Every
 row reports the probe's figures when both cells ran it.
@@ -38,6 +41,7 @@ from analysis.equivalence import (
     NO_REFERENCE,
     Comparison,
     Distribution,
+    applied_margin,
     compare,
     compare_distributions,
     compare_paired,
@@ -73,6 +77,10 @@ VERDICT_COLUMNS = [
     "mcnemar_p",
     "excess_changed_share",
     "excess_changed_share_upper",
+    # The margin the bound was held to: gates.equivalence.noninferiority_margin, widened from the
+    # replicate's own changed share where the prompts are too few for a lever identical to van to
+    # pass identical_pass_rate of the time (analysis/equivalence.py: applied_margin).
+    "margin_applied",
     "lever_prefix_share_median",
     "floor_prefix_share_median",
     "probe_positions",
@@ -246,6 +254,11 @@ def verdicts(root: Path, session_id: str, cfg: EquivalenceConfig) -> pd.DataFram
                         if paired
                         else None
                     ),
+                    "margin_applied": (
+                        applied_margin(paired.n_prompts, paired.n_prompts - paired.floor_matches, cfg)
+                        if paired and paired.n_prompts
+                        else None
+                    ),
                     "lever_prefix_share_median": paired.lever_prefix_share if paired else None,
                     "floor_prefix_share_median": paired.floor_prefix_share if paired else None,
                     "n_prompts": paired.n_prompts if paired else lever.n_prompts,
@@ -276,7 +289,7 @@ def write_verdicts(root: Path, session_id: str, cfg: EquivalenceConfig) -> pd.Da
     if not frame.empty:
         floats = (
             "topk_agreement", "kl_nats", "noise_floor_kl_nats", "mcnemar_p",
-            "excess_changed_share", "excess_changed_share_upper",
+            "excess_changed_share", "excess_changed_share_upper", "margin_applied",
             "lever_prefix_share_median", "floor_prefix_share_median",
         )  # fmt: skip
         ints = ("n_prompts", "probe_positions", "discordant_against_lever", "discordant_for_lever")

@@ -467,7 +467,17 @@ class EquivalenceConfig:
     # more; judge_paired then says no_reference with the count it needs.
     min_prompts: int = ranged(25, 1)
     # One-sided: the bound is a (1 - alpha) upper confidence bound (Tango's score).
-    alpha: float = ranged(0.05, 0, 1, lo_open=True, hi_open=True)
+    # 0.04, not 0.05: the score bound's coverage is approximate, and at 0.05 a
+    # lever at the margin was caught 94.7-95.2% of the time on noisy floors
+    # (20,000 draws each, analysis/equivalence_power.py); at 0.04 >= 95%.
+    alpha: float = ranged(0.04, 0, 1, lo_open=True, hi_open=True)
+    # How often a lever identical to van must pass: where the prompts are too few
+    # or the engine too noisy for that at the margin above, the gate widens the
+    # margin to where it holds (equivalence.applied_margin, from van's replicate's
+    # own changed share); a lever at the widened margin still fails >= 1 - alpha.
+    # At 46 prompts on a floor changing half of outputs that is 35 points, 19 at
+    # 160, 10.4 at 512 (`python -m analysis.equivalence_power` prints them).
+    identical_pass_rate: float = ranged(0.95, 0.5, 1, hi_open=True)
     # Logprob probe (workers/load/probe.py): after its measured requests, each cell
     # scores the text of this many corpus prompts with top-k prompt logprobs
     # (0: off). Not part of the measurement; it feeds the gate for quantised

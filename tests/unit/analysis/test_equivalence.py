@@ -6,6 +6,7 @@ from analysis.equivalence import (
     FAIL,
     NO_REFERENCE,
     PASS,
+    applied_margin,
     compare,
     compare_distributions,
     compare_paired,
@@ -19,6 +20,7 @@ from analysis.equivalence import (
     paired_from_counts,
     prompts_needed,
     topk_agreement,
+    widest_margin,
 )
 from vocab.schema import EquivalenceConfig
 
@@ -137,16 +139,44 @@ def test_the_bound_approaches_the_normal_one_with_many_prompts_and_swaps_for_the
     assert excess_changed_upper_bound(30, 10, 100, 0.2) < upper
 
 
-def test_a_lever_above_the_margin_fails_even_where_mcnemar_does_not_reject():
-    # 160 prompts: the lever changed 40 the replicate kept, the replicate 30 the lever kept.
-    paired = paired_from_counts(160, 40, 30, 0)
-    assert paired.p_value > 0.05  # the old gate (McNemar at alpha 0.05) passed this lever
-    assert paired.excess_changed_share == pytest.approx(10 / 160)
+def test_a_lever_at_the_margin_fails_and_the_bound_not_a_test_decides():
+    # 2,000 prompts (enough for the configured 10 points): the lever changed 300 outputs the
+    # replicate kept, the replicate 100 the lever kept: d = 10 points.
+    paired = paired_from_counts(2000, 300, 100, 0)
+    assert applied_margin(2000, 100, GATE) == GATE.noninferiority_margin
     verdict = judge_paired(paired, GATE)
     assert verdict.verdict == FAIL, verdict.reason
-    assert "upper bound +14.8 points >= margin 10.0 points" in verdict.reason
-    # The same counts pass under a wider margin: the bound, not the test, decides.
-    assert judge_paired(paired, EquivalenceConfig(noninferiority_margin=0.15)).verdict == PASS
+    assert "upper bound +11.7 points >= margin 10.0 points" in verdict.reason
+    # The same counts pass under a wider margin.
+    assert judge_paired(paired, EquivalenceConfig(noninferiority_margin=0.12)).verdict == PASS
+
+
+def test_the_margin_widens_where_an_identical_lever_could_not_pass_it_and_never_past_the_widest():
+    # chat_bench's 46 prompts on a floor changing half of outputs: about 36 points; 160 prompts 19,
+    # 512 prompts 10.8; from ~550 prompts the configured 10 points.
+    assert 0.33 < applied_margin(46, 23, GATE) == widest_margin(46, GATE) < 0.40
+    assert 0.17 < widest_margin(160, GATE) < 0.21
+    assert 0.10 < widest_margin(512, GATE) < 0.115
+    assert widest_margin(1000, GATE) == applied_margin(5000, 2500, GATE) == GATE.noninferiority_margin
+    # A quieter engine gets a narrower margin at the same prompts, never a wider one than the widest.
+    margins = [applied_margin(160, changed, GATE) for changed in (0, 8, 16, 32, 80, 104, 160)]
+    assert margins == sorted(margins[:5]) + margins[5:] and max(margins) == widest_margin(160, GATE)
+    assert margins[0] < widest_margin(160, GATE) - 0.04
+    # What it is set by: the identical lever's identical_pass_rate quantile clears it.
+    assert widest_margin(160, EquivalenceConfig(identical_pass_rate=0.8)) < widest_margin(160, GATE)
+
+
+def test_an_identical_lever_passes_at_chat_bench_s_46_prompts_where_it_failed_before():
+    # 46 prompts, runs independent at the H200's ~48% changed: 11 discordant each way.
+    # The old gate (10 points at any n) passed an identical lever here 23-38% of the time.
+    identical = paired_from_counts(46, 11, 11, 11)
+    assert excess_changed_upper_bound(11, 11, 46, GATE.alpha) > GATE.noninferiority_margin
+    assert judge_paired(identical, GATE).verdict == PASS
+    assert "widened so that a lever identical to van passes 95% at 46 prompts" in (
+        judge_paired(identical, GATE).reason
+    )
+    # A lever changing 20 outputs the replicate kept against 5 is caught at the same prompts.
+    assert judge_paired(paired_from_counts(46, 20, 5, 10), GATE).verdict == FAIL
 
 
 def test_a_lever_clearly_worse_than_the_floor_fails_with_few_prompts_too():
@@ -161,21 +191,18 @@ def test_a_lever_identical_to_van_passes_with_enough_prompts():
     # 16 discordant against suffix, 17 for it, 87 changed by both runs.
     tune = judge_paired(paired_from_counts(160, 16, 17, 87), GATE)
     assert tune.verdict == PASS, tune.reason
-    # Half the prompts discordant (runs independent at the H200's 48%): 320 prompts suffice...
+    # Half the prompts discordant (runs independent at the H200's 48%): 80 prompts pass now
+    # (the old 10-point gate called this no_reference, "needs >= 136 prompts").
+    assert judge_paired(paired_from_counts(80, 20, 20, 10), GATE).verdict == PASS
     assert judge_paired(paired_from_counts(320, 80, 80, 40), GATE).verdict == PASS
-    # ...80 do not: too few to tell, which is no_reference with the count that would do.
-    few = judge_paired(paired_from_counts(80, 20, 20, 10), GATE)
-    assert few.verdict == NO_REFERENCE and "needs >= 136 prompts" in few.reason, few.reason
 
 
-def test_too_few_prompts_are_no_reference_and_min_prompts_is_where_identical_can_first_pass():
-    assert GATE.min_prompts == prompts_needed(0.0, GATE.noninferiority_margin, GATE.alpha) == 25
-    # Below it not even 24 identical outputs on a deterministic floor clear the margin.
-    assert excess_changed_upper_bound(0, 0, 24, GATE.alpha) >= GATE.noninferiority_margin
-    verdict = judge_paired(paired_from_counts(24, 0, 0, 0), GATE)
-    assert verdict.verdict == NO_REFERENCE and "needs >= 25" in verdict.reason
-    assert judge_paired(paired_from_counts(25, 0, 0, 0), GATE).verdict == PASS
-    # At a noisier floor identical levers need more (the normal approximation: q z^2 / margin^2).
+def test_too_few_prompts_are_no_reference():
+    verdict = judge_paired(paired_from_counts(GATE.min_prompts - 1, 0, 0, 0), GATE)
+    assert verdict.verdict == NO_REFERENCE and f"needs >= {GATE.min_prompts}" in verdict.reason
+    assert judge_paired(paired_from_counts(GATE.min_prompts, 0, 0, 0), GATE).verdict == PASS
+    # prompts_needed: at the configured margin a noisier floor needs more (normal: q z^2 / margin^2).
+    assert prompts_needed(0.0, 0.10, 0.05) == 25
     assert prompts_needed(0.5, 0.10, 0.05) == pytest.approx(0.5 * Z95**2 / 0.10**2, rel=0.05)
     assert prompts_needed(0.5, 0.05, 0.05) > 4 * prompts_needed(0.5, 0.10, 0.05) - 10
 

@@ -129,7 +129,10 @@ def test_a_lever_as_noisy_as_van_itself_passes_on_gpus(tmp_path):
     assert row["verdict"] == "pass", row["reason"]
     assert row["floor_cell_key"] == "replicate" and row["n_prompts"] == 60
     assert row["discordant_against_lever"] == 5 and row["discordant_for_lever"] == 5
-    assert row["excess_changed_share"] == 0.0 and row["excess_changed_share_upper"] < 0.10
+    assert row["excess_changed_share"] == 0.0 and row["excess_changed_share_upper"] < 0.11
+    # 60 prompts, 20 changed by the replicate: the margin is widened past 10 points so that a lever
+    # identical to van passes 95% of the time, and stored beside the bound.
+    assert 0.25 < row["margin_applied"] < 0.35 and row["excess_changed_share_upper"] < row["margin_applied"]
     # The old unpaired rule needed 100% without a floor: it would have failed this lever.
     assert row["exact_match_rate"] < 1.0
 
