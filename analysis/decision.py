@@ -6,7 +6,10 @@ the HTML report), and tune's keep / drop (experiments.decide).
 
 Inputs: the per-repeat throughputs of the lever, x_1..x_n, and of its baseline,
 y_1..y_m, each a (session_id, repeat, tok/s) triple, and the drift band b
-(relative, analysis.drift.drift_band; NaN when unknown).
+(relative; NaN when unknown): a number (analysis.drift.drift_band, the whole
+session's drift), or a function lag -> band (analysis.drift.band_by_lag), which
+judge calls with the comparison's lag: 1 / (fewest pairs in one session) when
+paired (each pair's two runs lie in one repeat block of the session), 1 otherwise.
 
   paired   when at least 2 (session_id, repeat) keys occur on both sides: the
            repeats of one session are interleaved and repeat r of every cell
@@ -30,6 +33,15 @@ y_1..y_m, each a (session_id, repeat, tok/s) triple, and the drift band b
   "not judged (drift unknown)"  when the band is NaN (unknown drift): the rule fails closed,
                        so a missing or INVALID anchor run can never turn into a keep.
 
+Noise terms (Judgement.noise_terms): which variance components the interval carries,
+each once. Every repeat runs on an engine launch of its own, so a paired difference
+and a Welch interval both carry "launch+block" (one launch's offset and one block's
+noise per run); an unpaired comparison whose sides come from different sessions also
+carries "session". The band carries none of them where the anchors measured a trend
+(analysis.drift: the trend's interval, not the launch scatter); where a session has
+only its start and end anchor runs, the band is their difference and holds launch
+noise a second time (the old, strict rule, kept for such stores).
+
 With b = 0 the rule keeps a change that has no effect at most a/2 = 5 % of the
 time (the t-interval's one-sided error); the band only makes it stricter.
 `python -m analysis.power` measures its error rates under the H200 noise model.
@@ -41,6 +53,7 @@ when it is a "real gain" over it; ties within noise go to the smaller K.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -58,6 +71,21 @@ Repeat = tuple[str, int, float]  # (session_id, repeat, tok/s)
 
 
 @dataclass(frozen=True)
+class ByLag:
+    """A band that depends on the comparison's lag (analysis.drift.band_by_lag): band = of_lag(lag)."""
+
+    of_lag: Callable[[float], float]
+
+    def __call__(self, lag: float) -> float:
+        return self.of_lag(lag)
+
+
+Band = float | ByLag | Callable[[float], float]  # a band, or lag -> band
+LAUNCH_BLOCK = "launch+block"
+LAUNCH_BLOCK_SESSION = "launch+block+session"
+
+
+@dataclass(frozen=True)
 class Judgement:
     """One comparison: point ratio, its interval, n per side, the band and the label."""
 
@@ -70,6 +98,10 @@ class Judgement:
     label: str
     paired: bool
     confidence: float = CONFIDENCE
+    # The variance components the interval carries (module doc), e.g. "launch+block".
+    noise_terms: str = LAUNCH_BLOCK
+    # The share of the session between the two sides' runs the band was scaled to (module doc).
+    lag: float = 1.0
 
     @property
     def real_gain(self) -> bool:
@@ -105,6 +137,7 @@ class Judgement:
             f"{prefix}n_reference": self.n_reference,
             f"{prefix}paired": self.paired,
             f"{prefix}label": self.label,
+            f"{prefix}noise_terms": self.noise_terms,
         }
 
 
@@ -137,33 +170,52 @@ def label_for(lo: float, hi: float, band: float) -> str:
     return NOISE
 
 
+def band_at(band: Band | None, lag: float) -> float:
+    """The band for a comparison of lag `lag`: a number as it is, a function called with the lag."""
+    if band is None:
+        return math.nan
+    value = band(lag) if callable(band) else band
+    return math.nan if value is None else float(value)
+
+
+def paired_lag(keys: Iterable[tuple[str, int]]) -> float:
+    """1 / the fewest pairs one session holds: each pair's runs share a repeat block (module doc)."""
+    per_session = Counter(s for s, _ in keys)
+    return 1.0 / min(per_session.values()) if per_session else 1.0
+
+
 def judge(
     value: Iterable[Repeat],
     reference: Iterable[Repeat],
-    band: float,
+    band: Band,
     confidence: float = CONFIDENCE,
 ) -> Judgement:
     """The judgement of value / reference from their per-repeat (session_id, repeat, tok/s) (module doc)."""
     xs, ys = _positive(value), _positive(reference)
-    band = math.nan if band is None else float(band)
     q = 1.0 - (1.0 - confidence) / 2.0
     by_key_x = {(s, r): v for s, r, v in xs}
     by_key_y = {(s, r): v for s, r, v in ys}
     common = sorted(set(by_key_x) & set(by_key_y), key=str)
     if len(common) >= 2:
+        lag = paired_lag(common)
+        b = band_at(band, lag)
         diffs = [math.log(by_key_x[k]) - math.log(by_key_y[k]) for k in common]
         mean, var = _mean_var(diffs)
         half = t_quantile(q, len(diffs) - 1) * math.sqrt(var / len(diffs))
         lo, hi = math.exp(mean - half), math.exp(mean + half)
-        return Judgement(math.exp(mean), lo, hi, len(common), len(common), band,
-                         label_for(lo, hi, band), True, confidence)  # fmt: skip
+        return Judgement(math.exp(mean), lo, hi, len(common), len(common), b,
+                         label_for(lo, hi, b), True, confidence, LAUNCH_BLOCK, lag)  # fmt: skip
+    b = band_at(band, 1.0)
+    sessions = {s for s, _, _ in xs} | {s for s, _, _ in ys}
+    terms = LAUNCH_BLOCK_SESSION if len(sessions) > 1 else LAUNCH_BLOCK
     if not xs or not ys:
-        return Judgement(math.nan, math.nan, math.nan, len(xs), len(ys), band, NOT_JUDGED, False, confidence)
+        nan = math.nan
+        return Judgement(nan, nan, nan, len(xs), len(ys), b, NOT_JUDGED, False, confidence, terms)
     mx, vx = _mean_var([math.log(v) for _, _, v in xs])
     my, vy = _mean_var([math.log(v) for _, _, v in ys])
     ratio = math.exp(mx - my)
     if len(xs) < 2 or len(ys) < 2:
-        return Judgement(ratio, math.nan, math.nan, len(xs), len(ys), band, NOT_JUDGED, False, confidence)
+        return Judgement(ratio, math.nan, math.nan, len(xs), len(ys), b, NOT_JUDGED, False, confidence, terms)
     ex, ey = vx / len(xs), vy / len(ys)
     se = math.sqrt(ex + ey)
     if se == 0.0:
@@ -172,7 +224,7 @@ def judge(
         df = se**4 / (ex**2 / (len(xs) - 1) + ey**2 / (len(ys) - 1))
         half = t_quantile(q, round(df, 3)) * se
         lo, hi = math.exp(mx - my - half), math.exp(mx - my + half)
-    return Judgement(ratio, lo, hi, len(xs), len(ys), band, label_for(lo, hi, band), False, confidence)
+    return Judgement(ratio, lo, hi, len(xs), len(ys), b, label_for(lo, hi, b), False, confidence, terms)
 
 
 def geomean_repeats(sides: Sequence[Iterable[Repeat]]) -> tuple[Repeat, ...]:
@@ -203,13 +255,13 @@ def geomean_repeats(sides: Sequence[Iterable[Repeat]]) -> tuple[Repeat, ...]:
 
 def choose_smallest(
     candidates: Sequence[tuple[int, Sequence[Repeat]]],
-    band: float | Callable[[int, int], float],
+    band: Band | Callable[[int, int], Band],
     confidence: float = CONFIDENCE,
 ) -> tuple[int, int] | None:
     """Best-K rule: (best K, top K). top = the K with the highest geometric mean over its repeats
     (the smaller K on exact ties); best = the smallest K over which the top K is not a 'real gain'
-    (so ties within noise go to the smaller K). `band` is a number or a function
-    (K, top K) -> band. None when there are no candidates with values.
+    (so ties within noise go to the smaller K). `band` is a number, a ByLag, or a function
+    (K, top K) -> either. None when there are no candidates with values.
     """
     scored = []
     for k, values in sorted(candidates, key=lambda c: c[0]):
@@ -220,7 +272,7 @@ def choose_smallest(
         return None
     top_k, top_values, _ = max(scored, key=lambda c: c[2])  # first maximum: smaller K on exact ties
     for k, values, _ in scored:
-        b = band(k, top_k) if callable(band) else band
+        b = band(k, top_k) if callable(band) and not isinstance(band, ByLag) else band
         if k == top_k or not judge(top_values, values, b, confidence).real_gain:
             return k, top_k
     return top_k, top_k

@@ -10,10 +10,15 @@ analysis.decision (the same rule as the study's Table 1 and best K):
                   present on every corpus (or a repeat measured once per corpus in
                   different sessions: analysis.decision.geomean_repeats); the figure shown is the geometric
                   mean of those per-repeat scores
-  band          = analysis.drift.drift_band over the sessions both ran in
+  band          = analysis.drift.drift_band over the sessions both ran in, at the
+                  comparison's lag (analysis.drift.band_by_lag: a stage pairs van,
+                  incumbent and candidate by repeat in one session, so the band is
+                  the anchors' trend x 1 / repeats; with start and end anchors only,
+                  their difference as before)
                   (unknown drift: not judged, never a keep; the rule fails closed)
   judgement     = analysis.decision.judge(candidate scores, incumbent scores,
-                  max(band, rules.min_gain)): ratio, its 90 % t-interval, label
+                  max(band, rules.min_gain)): ratio, its 90 % t-interval, label,
+                  and the noise terms the interval carries
   gain          = judgement ratio - 1
   keep          iff the judgement is a 'real gain' (interval wholly above 1 + band)
                   and the candidate's latest verdict for this model is 'pass' on every
@@ -34,8 +39,18 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.decision import NO_BAND, NOT_JUDGED, Judgement, choose_smallest, geomean_repeats, judge
-from analysis.drift import drift_band
+from analysis.decision import (
+    NO_BAND,
+    NOT_JUDGED,
+    Band,
+    ByLag,
+    Judgement,
+    band_at,
+    choose_smallest,
+    geomean_repeats,
+    judge,
+)
+from analysis.drift import band_by_lag, drift_band
 from analysis.gate import gate_problems, latest_verdicts
 from analysis.stats import geometric_mean
 
@@ -159,15 +174,33 @@ def score(medians: pd.DataFrame, config: LeverConfig, final_corpus: str) -> tupl
     return geometric_mean(v for _, _, v in repeats), sessions
 
 
-def band_for(drift: pd.DataFrame, sessions: set[str], rules: TuneRules) -> tuple[float, str]:
-    """The drift band (NaN when unknown: nothing is judged, the rule fails closed) and its words."""
+def band_for(drift: pd.DataFrame, sessions: set[str], rules: TuneRules) -> tuple[Band, str]:
+    """The drift band as lag -> band (NaN when unknown: nothing is judged, the rule fails closed),
+    and its words at lag 1 (the whole session)."""
     band = drift_band(drift, sessions) if sessions and not drift.empty else math.nan
     if math.isnan(band):
         return (
             math.nan,
             "drift unknown (a missing or INVALID anchor run, or sessions without a common anchor)",
         )
-    return band, f"drift band {band:.1%}"
+    return band_by_lag(drift, sessions), f"drift band {band:.1%}"
+
+
+def band_words(band: Band, j: Judgement) -> str:
+    """'drift band 1.2% (session trend 6.0% x 1/5 paired)' as the judgement applied it."""
+    whole, applied = band_at(band, 1.0), band_at(band, j.lag)
+    if math.isnan(applied):
+        return "drift unknown (a missing or INVALID anchor run, or sessions without a common anchor)"
+    if j.lag < 1.0 and applied < whole:
+        return f"drift band {applied:.1%} (session trend {whole:.1%} x {j.lag:.2g} paired)"
+    return f"drift band {applied:.1%}"
+
+
+def with_floor(band: Band, floor: float) -> Band:
+    """max(band, floor) at every lag; NaN stays NaN (max(nan, x) would not)."""
+    if callable(band):
+        return ByLag(lambda lag: b if math.isnan(b := band(lag)) else max(b, floor))
+    return band if math.isnan(band) else max(band, floor)
 
 
 def _judged(decision: Decision, j: Judgement) -> None:
@@ -226,11 +259,11 @@ def decide_change(
             candidate.label if math.isnan(new) else incumbent.label
         )
         return decision
-    band, band_text = band_for(drift, new_sessions | old_sessions, rules)
-    decision.band = band
-    # NaN stays NaN (max(nan, x) would not): judge then says 'not judged (drift unknown)'.
-    threshold = band if math.isnan(band) else max(band, rules.min_gain)
-    j = judge(new_repeats, old_repeats, threshold)
+    band, _ = band_for(drift, new_sessions | old_sessions, rules)
+    # NaN stays NaN: judge then says 'not judged (drift unknown)'.
+    j = judge(new_repeats, old_repeats, with_floor(band, rules.min_gain))
+    decision.band = band_at(band, j.lag)
+    band_text = band_words(band, j)
     _judged(decision, j)
     for corpus, _ in candidate.k_by_corpus:
         a, b = _row(medians, candidate, corpus), _row(medians, incumbent, corpus)
@@ -250,8 +283,9 @@ def decide_change(
         if slower:
             decision.reason = f"MoE model: a real loss beyond drift on {', '.join(slower)}"
             return decision
-    words = f"{j.interval_words()}, {band_text}" + (
-        f", min_gain {rules.min_gain:.1%}" if rules.min_gain > (0.0 if math.isnan(band) else band) else ""
+    applied = 0.0 if math.isnan(decision.band) else decision.band
+    words = f"{j.interval_words()} ({j.noise_terms}), {band_text}" + (
+        f", min_gain {rules.min_gain:.1%}" if rules.min_gain > applied else ""
     )
     if j.real_gain:
         decision.decision = KEEP
@@ -286,12 +320,15 @@ def choose_k(
     if not scored:
         decision.reason = "no valid measurement of the sweep"
         return None, decision
-    band, band_text = band_for(drift, {s for _, _, ss in scored for s in ss}, rules)
+    band, _ = band_for(drift, {s for _, _, ss in scored for s in ss}, rules)
     chosen, top_k = choose_smallest([(k, r) for k, r, _ in scored], band)
     values = {k: geometric_mean(v for _, _, v in r) for k, r, _ in scored}
+    by_k = {k: r for k, r, _ in scored}
+    tie = judge(by_k[top_k], by_k[chosen], band)  # the comparison that decided, at its own lag
+    band_text = band_words(band, tie)
     decision.decision = CHOSE
     decision.candidate_tok_per_s = values[chosen]
-    decision.band = band
+    decision.band = tie.band
     decision.reason = (
         f"K={chosen}: " + ", ".join(f"K={k} {v:,.1f}" for k, v in values.items()) + f" tok/s; {band_text}"
         + (f"; K={top_k} is no real gain over it, the smaller K wins" if top_k != chosen else "")

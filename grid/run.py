@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from analysis.gpu_time import share_line
 from analysis.load import anchor_runs
 from analysis.summary import latest_cells, render, render_repeats
-from grid.anchor import anchor_cells
+from grid.anchor import anchor_cells, anchored_phases
 from grid.compose import compose_config
 from grid.cost import launch_order
 from grid.expand import expand, to_config
@@ -118,9 +118,7 @@ def _run(overrides: list[str], console: Console | None) -> int:
             )
     # A session with something to measure also measures its own drift.
     anchors = anchor_cells(config) if todo else None
-    phases = [launch_order(group_by_engine(todo), config.plan)]
-    if anchors:
-        phases = [group_by_engine([anchors[0]]), *phases, group_by_engine([anchors[1]])]
+    phases = anchored_phases(launch_order(group_by_engine(todo), config.plan), anchors)
     # Before any launch: weights, engine, store, corpora, prompt lengths, every measured prompt new
     # to its engine (on the real corpora), the corpora the done cells measured; every problem at once,
     # one line each (grid/preflight.py). Each worker checks its corpus against the hashes read here.
@@ -130,12 +128,14 @@ def _run(overrides: list[str], console: Console | None) -> int:
     for warning in found.warnings:
         console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
     say_invalid_again(todo, ledger, ctx, config, console, distinct_prompts(found))
+    launches = sum(map(len, phases)) - len(anchors or ())
     console.print(
         f"session {ctx.session_id}: {len(todo)} of {len(cells)} cells to run "
-        f"({in_store_words(cells, todo, ledger)}) on {len(phases[len(phases) // 2])} engine launches"
+        f"({in_store_words(cells, todo, ledger)}) on {launches} engine launches"
         + (
             f", plus the drift anchor {anchors[0].label.removesuffix('/anchor-start')} first and last"
-            f" ({runs_words(len(todo), 2)})"
+            + (f" and {len(anchors) - 2} times between" if len(anchors) > 2 else "")
+            + f" ({runs_words(len(todo), len(anchors))})"
             if anchors
             else ""
         )

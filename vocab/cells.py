@@ -159,7 +159,7 @@ class Cell:
     repeat: int = 0
     # Which launch of its engine spec runs this cell (scheduling, not in the key).
     launch: int = 0
-    # "start" / "end" for a session's drift anchor (grid/anchor.py), else None.
+    # "start" / "mid<i>" / "end" for a session's drift anchor runs (grid/anchor.py), else None.
     anchor: str | None = None
     # True for the second greedy van run of the same prompts on a fresh engine,
     # the equivalence gate's noise floor (grid/expand.py: van_replicates).

@@ -266,13 +266,17 @@ class EngineConfig:
 
 @dataclass
 class AnchorSpec:
-    """The cell every session runs at its start and at its end: its spread is the session's drift band."""
+    """The cell every session runs at its start, at its end and (runs > 2) evenly in between: the
+    trend of its runs across the session is the session's drift band (analysis/drift.py)."""
 
     enabled: bool = True
     # None: the grid's first model / first corpus.
     model: str | None = None
     lever: str = "van"
     corpus: str | None = None
+    # Anchor runs per session, each on an engine launch of its own: 2 (start, end) cannot tell
+    # drift from launch noise, so the band is their difference; >= 3 fit a trend with an interval.
+    runs: int = 2
 
 
 @dataclass

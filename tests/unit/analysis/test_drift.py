@@ -1,8 +1,10 @@
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.decision import t_quantile
 from analysis.drift import (
     between_session_drift,
     drift_band,
@@ -69,15 +71,84 @@ def test_split_anchors_without_anchor_column_keeps_everything():
     assert len(measured) == 5 and len(found) == 1
 
 
-def test_band_pools_every_anchor_pair_of_the_sessions():
+def test_two_run_sessions_pool_their_pairs_and_three_run_sessions_fit_a_trend():
     runs = anchors(
-        [("a", "start", 100.0, True), ("a", "mid", 102.0, True), ("a", "end", 101.0, True),
-         ("b", "start", 100.0, True), ("b", "end", 100.0, True)]
+        [("a", "start", 100.0, True), ("a", "mid1", 102.0, True), ("a", "end", 101.0, True),
+         ("b", "start", 100.0, True), ("b", "end", 100.0, True), ("c", "start", 100.0, True),
+         ("c", "end", 103.0, True)]
     )  # fmt: skip
     drift, _ = session_drift(runs)
     by = drift.set_index("session_id")
     assert by.loc["a", "n_anchor_pairs"] == 2 and by.loc["b", "n_anchor_pairs"] == 1
-    ss = math.log(1.02) ** 2 + math.log(101 / 102) ** 2
-    assert drift_band(drift, ["a"]) == pytest.approx(math.sqrt(ss / 2))
-    # b's pair (no drift) is pooled in rather than the worst session taken; anchor means 101 and 100
-    assert drift_band(drift, ["a", "b"]) == pytest.approx(max(math.sqrt(ss / 3), 1 / 100.5))
+    # a: the line through u = 0, 0.5, 1; beta = ln(101/100), one residual df
+    y = [math.log(v) for v in (100.0, 102.0, 101.0)]
+    beta = y[2] - y[0]
+    resid = y[1] - (y[0] + y[2]) / 2
+    se = math.sqrt(resid**2 * 2 / 3 / 0.5)  # the residuals are (1, -2, 1) x resid / 3, rss = 2/3 resid^2
+    assert by.loc["a", "anchor_trend"] == pytest.approx(beta)
+    assert by.loc["a", "anchor_trend_se"] == pytest.approx(se)
+    bound = abs(beta) + t_quantile(0.95, 1) * se
+    assert drift_band(drift, ["a"]) == pytest.approx(bound)
+    assert drift_band(drift, ["a"], lag=0.25) == pytest.approx(bound / 4)
+    # two-run sessions keep the pair's root mean square whatever the lag (launch noise and drift in one)
+    assert drift_band(drift, ["b", "c"], lag=0.25) == pytest.approx(
+        max(math.sqrt(math.log(1.03) ** 2 / 2), 1.5 / 100.75)
+    )
+    assert math.isnan(drift_band(drift, ["a", "nope"]))
+
+
+def test_time_orders_and_places_the_anchor_runs_where_every_run_records_its_window():
+    runs = anchors([("a", "start", 100.0, True), ("a", "mid1", 110.0, True), ("a", "end", 120.0, True)])
+    evenly = session_drift(runs)[0]["anchor_trend"].iloc[0]
+    late_mid = session_drift(runs.assign(window_start_ns=[0, 9, 10]))[0]["anchor_trend"].iloc[0]
+    assert evenly == pytest.approx(math.log(1.2))
+    assert late_mid != pytest.approx(evenly)  # the middle run sits at u = 0.9, not 0.5
+
+
+def simulated_bands(n_anchors: int, sessions: int, sigma: float, drift_ln: float, seed: int) -> pd.DataFrame:
+    """session_drift's table of `sessions` simulated sessions: n anchor runs evenly over the session,
+    ln tok/s = drift_ln x u + N(0, sigma) (launch noise), as grid/anchor.py places them."""
+    rng = np.random.default_rng(seed)
+    positions = ["start", *[f"mid{i}" for i in range(1, n_anchors - 1)], "end"]
+    rows = []
+    for s in range(sessions):
+        noise = rng.normal(0.0, sigma, n_anchors)
+        for i, pos in enumerate(positions):
+            u = i / (n_anchors - 1)
+            rows.append((f"s{s:04d}", pos, 1000.0 * math.exp(drift_ln * u + noise[i]), True))
+    return session_drift(anchors(rows))[0]
+
+
+def test_the_band_of_a_driftless_session_shrinks_as_anchors_are_added():
+    """11.8 % launch noise (the H200 spread), no drift: the band measures the drift's interval, so more
+    anchor runs narrow it; the old band (root mean square of anchor pairs) stayed at sqrt(2) x 11.8 %."""
+    medians, old = {}, {}
+    for n in (3, 5, 9, 17):
+        drift = simulated_bands(n, 400, 0.118, 0.0, seed=n)
+        bands = [drift_band(drift, [s]) for s in drift["session_id"]]
+        medians[n] = float(np.median(bands))
+        old[n] = float(np.median(np.sqrt(drift["anchor_log_ss"] / drift["n_anchor_pairs"])))
+    assert medians[3] > medians[5] > medians[9] > medians[17]
+    assert medians[17] < 0.6 * medians[5]
+    assert all(0.12 < old[n] < 0.18 for n in old)  # the pair RMS does not shrink: it is launch noise
+    # Paired by repeat (5 repeats: lag 1/5), 9 anchors leave a band well under the pair RMS
+    assert medians[9] / 5 < 0.6 * old[9]
+
+
+@pytest.mark.parametrize("n_anchors", [3, 5, 9])
+def test_a_session_with_real_drift_gets_a_band_that_covers_it(n_anchors):
+    drift_ln = math.log(1.10)  # 10 % over the session, with the same 11.8 % launch noise
+    drift = simulated_bands(n_anchors, 400, 0.118, drift_ln, seed=100 + n_anchors)
+    bands = np.array([drift_band(drift, [s]) for s in drift["session_id"]])
+    assert (bands >= drift_ln).mean() >= 0.93  # the 90 % interval's far end: misses <= 5 % (+ MC error)
+    if n_anchors == 3:  # the start/end difference alone (two of the same runs) misses it a third of the time
+        pair = np.abs(np.log(drift["anchor_end_tok_per_s"] / drift["anchor_start_tok_per_s"]))
+        assert (pair >= drift_ln).mean() < 0.75
+    lagged = np.array([drift_band(drift, [s], lag=0.2) for s in drift["session_id"]])
+    assert (lagged >= 0.2 * drift_ln).mean() >= 0.93
+
+
+def test_a_session_with_fewer_than_two_anchor_runs_is_not_judged_whatever_the_lag():
+    runs = anchors([("a", "start", 100.0, True), ("a", "mid1", 50.0, False), ("a", "end", math.nan, True)])
+    drift, _ = session_drift(runs)
+    assert math.isnan(drift_band(drift, ["a"])) and math.isnan(drift_band(drift, ["a"], lag=0.1))
