@@ -56,6 +56,7 @@ from rich.console import Console
 
 from analysis.drift import DRIFT_COLUMNS, session_drift
 from analysis.equivalence import FAIL, PASS
+from analysis.equivalence_power import H200_INDEPENDENT, Floor, draw_verdicts
 from analysis.medians import MEDIAN_COLUMNS, lever_medians
 from experiments.decide import KEEP, Decision, TuneRules
 from experiments.tune import STAGES, Tune, TuneConfig, confirm, deployment, procedure
@@ -102,14 +103,30 @@ H200_LAUNCHES = ProcedureNoise(
 
 @dataclass(frozen=True)
 class GateModel:
-    """How the equivalence gate judges a lossless lever on one corpus in one session: it passes with
-    probability `pass_rate` (the gate's power for an identical lever), else fails."""
+    """How the equivalence gate judges a lossless lever on one corpus in one session.
+
+    With a `floor`: analysis.equivalence_power.draw_verdicts, the gate's own judge_paired on prompts
+    drawn from that floor (van's replicate disagreeing with van as the floor says), at the corpus's
+    measured prompt count (`prompts`); without: pass with probability `pass_rate`, else fail.
+    """
 
     name: str
-    pass_rate: float
+    floor: Floor | None = None
+    prompts: tuple[tuple[str, int], ...] = ()
+    pass_rate: float = 1.0
 
-    def verdict(self, rng: np.random.Generator) -> str:
-        return PASS if rng.random() < self.pass_rate else FAIL
+    def verdict(self, rng: np.random.Generator, corpus: str) -> str:
+        if self.floor is None:
+            return PASS if rng.random() < self.pass_rate else FAIL
+        return str(draw_verdicts(rng, 0.0, dict(self.prompts)[corpus], 1, self.floor)[0])
+
+
+# The gate as the tune runs it on the H200 (gpu_short: 160 measured prompts of code_complete, 78 of
+# chat_bench), its floor the independent one: the replicate changes each output on its own, the
+# harder case for an identical lever (h200_measured's fragile prompts pass every time).
+GATE_ON = GateModel(
+    "on (h200_independent floor)", H200_INDEPENDENT, (("code_complete", 160), ("chat_bench", 78))
+)
 
 
 @functools.cache
@@ -158,7 +175,8 @@ class SimulatedTune(Tune):
     repeats: int = 3  # grid.repeats of every stage
     anchors: dict[str, dict[str, float]] = field(default_factory=dict)  # session -> start / end tok/s
     gate: GateModel | None = None  # None: the gate is off (module doc)
-    launches: int = 0  # engine launches the stages ran, anchors included
+    launches: int = 0  # engine launches of measured cells (each serves every corpus of its repeat)
+    solo_launches: int = 0  # launches of one cell: the anchors, and van's replicates with the gate on
     verdict_rows: list[dict] = field(default_factory=list)
     _cells: dict[str, tuple[str, str, int, str, int, float]] = field(default_factory=dict)
     _cache: tuple | None = None
@@ -214,7 +232,8 @@ class SimulatedTune(Tune):
                             "output_tok_per_s": value,
                         }
                     )
-        self.launches += repeats * len(specs) + 2
+        self.launches += repeats * len(specs)
+        self.solo_launches += 2
         for position, t, e in (("start", 0.0, anchor[0]), ("end", 1.0, anchor[1])):
             value = BASE_TOK_PER_S * math.exp(offset + drift * t + e)
             self.anchors.setdefault(session, {})[position] = value
@@ -233,13 +252,15 @@ class SimulatedTune(Tune):
                 }
             )
         if self.gate is not None:  # the session's gate verdicts, one per lever, K and corpus
+            self.solo_launches += len(corpora)  # van's replicate of repeat 0, a launch per corpus
             for lever, k in specs:
                 if lever == "van":
                     continue
                 for corpus in corpora:
+                    verdict = self.gate.verdict(self.rng, corpus)
                     self.verdict_rows.append(
                         {"session_id": session, "model": self.model.name, "lever": lever, "k": k,
-                         "corpus": corpus, "verdict": self.gate.verdict(self.rng), "reason": "simulated",
+                         "corpus": corpus, "verdict": verdict, "reason": "simulated",
                          "judged_at": f"{self.sessions_run:04d}", "floor_cell_key": "simulated"}
                     )  # fmt: skip
         self.keys |= keys
@@ -331,7 +352,8 @@ class Outcome:
     kept_stages: int  # how many stage decisions were keeps
     confirm_lo: float  # the confirmation's interval (NaN when none ran)
     confirm_hi: float
-    launches: int = 0  # engine launches of the whole tune, anchors included
+    launches: int = 0  # engine launches of the whole tune's measured cells
+    solo_launches: int = 0  # and of its anchors and replicates (one cell each)
 
 
 def tune_config(
@@ -370,7 +392,7 @@ def simulate_once(
     kept = sum(d.decision == KEEP for d in t.decisions)
     lo = confirmation.ci_lo if confirmation is not None else math.nan
     hi = confirmation.ci_hi if confirmation is not None else math.nan
-    return Outcome(deployed.lever, final.lever, kept, lo, hi, t.launches)
+    return Outcome(deployed.lever, final.lever, kept, lo, hi, t.launches, t.solo_launches)
 
 
 def row_seed(seed: int, *names: str) -> np.random.SeedSequence:
@@ -413,6 +435,8 @@ class Row:
     draws: int
     gate: str = "off"
     launches: float = math.nan  # mean engine launches per tune (+20 % scenario), anchors included
+    gpu_hours: float = math.nan  # mean GPU-hours per tune (+20 %), priced as grid plan does (LaunchCosts)
+    power_draws: int = 0
 
     @property
     def meets(self) -> bool:
@@ -446,6 +470,32 @@ def row_name(noise: ProcedureNoise, n: int, w4a4: bool, gate: GateModel | None) 
     return f"{noise.name} | w4a4 {w4a4} | n {n} | gate {gate.name if gate else 'off'}"
 
 
+@dataclass(frozen=True)
+class LaunchCosts:
+    """GPU-hours of one measured launch (van's cells of one repeat on both corpora) and of one launch
+    of a single cell (an anchor), as `grid plan` prices them (grid/cost.py) for `overrides`."""
+
+    measured_h: float
+    solo_h: float
+    overrides: tuple[str, ...]
+
+    def tune_hours(self, o: Outcome) -> float:
+        return o.launches * self.measured_h + o.solo_launches * self.solo_h
+
+
+# SmolLM2 (model tiny) on one H200 as gpu_validate loads it, at the H200 tune's measured van rate
+# and warm engine start (docs/benchmarks/2026-12-01-h200-tune.md: 10,165 tok/s, ~65 s).
+H200_PLAN = ("experiment=gpu_validate", "grid.models=[tiny]", "grid.levers=[van]", "grid.anchor.enabled=true",
+             "+plan.rates.tiny=10165", "plan.engine_start_s=65", "cluster=device_h200")  # fmt: skip
+
+
+def launch_costs(overrides: Sequence[str] = H200_PLAN) -> LaunchCosts:
+    from grid.plan_report import gpu_hours_at
+
+    cells_h, anchors_h = gpu_hours_at(list(overrides), 1)
+    return LaunchCosts(cells_h, anchors_h / 2, tuple(overrides))
+
+
 def procedure_row(
     noise: ProcedureNoise,
     n: int,
@@ -455,16 +505,21 @@ def procedure_row(
     cfg: TuneConfig | None = None,
     gate: GateModel | None = None,
     workers: int = WORKERS,
+    power_draws: int | None = None,
+    costs: LaunchCosts | None = None,
 ) -> Row:
-    """The procedure's rates under `noise` at n repeats per stage, from `draws` simulated tunes per
-    scenario, each scenario from a seed of its own (row_seed)."""
+    """The procedure's rates under `noise` at n repeats per stage, from `draws` simulated tunes where
+    nothing works and `power_draws` (default: draws) per gain scenario, each scenario from a seed of
+    its own (row_seed)."""
     name = row_name(noise, n, w4a4, gate)
+    power_draws = power_draws or draws
 
-    def run(scenario: str, gain: float) -> list[Outcome]:
-        return outcomes(noise, _effects(gain) if gain else {}, n, draws, row_seed(seed, name, scenario),
+    def run(scenario: str, gain: float, count: int) -> list[Outcome]:
+        return outcomes(noise, _effects(gain) if gain else {}, n, count, row_seed(seed, name, scenario),
                         w4a4, cfg, gate, workers)  # fmt: skip
 
-    null, gain10, gain20 = run("null", 0.0), run("+10%", 0.10), run("+20%", 0.20)
+    null = run("null", 0.0, draws)
+    gain10, gain20 = run("+10%", 0.10, power_draws), run("+20%", 0.20, power_draws)
     confirmed = [o for o in gain10 if not math.isnan(o.confirm_lo)]
     covered = sum(o.confirm_lo <= 1.10 <= o.confirm_hi for o in confirmed)
     return Row(
@@ -473,12 +528,14 @@ def procedure_row(
         n,
         sum(o.deployed != "van" for o in null) / draws,
         sum(o.candidate != "van" for o in null) / draws,
-        sum(o.deployed in DRAFTING for o in gain10) / draws,
-        sum(o.deployed in DRAFTING for o in gain20) / draws,
+        sum(o.deployed in DRAFTING for o in gain10) / power_draws,
+        sum(o.deployed in DRAFTING for o in gain20) / power_draws,
         covered / len(confirmed) if confirmed else math.nan,
         draws,
         gate.name if gate else "off",
-        float(np.mean([o.launches for o in gain20])),
+        float(np.mean([o.launches + o.solo_launches for o in gain20])),
+        float(np.mean([costs.tune_hours(o) for o in gain20])) if costs else math.nan,
+        power_draws,
     )
 
 
@@ -508,16 +565,16 @@ def stage_keep(
 
 def procedure_table(rows: Sequence[Row]) -> str:
     lines = [
-        "| noise | gate | w4a4 stage | n | launches per tune | false deploy (nothing works) "
+        "| noise | gate | w4a4 stage | n | launches per tune | GPU-h per tune | false deploy (nothing works) "
         "| chosen before confirmation | deploys a drafting lever at +10% | at +20% "
         "| confirmation interval covers 1.10 | meets |",
-        "|---|---|:---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "|---|---|:---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r.noise} | {r.gate} | {'yes' if r.w4a4 else 'no'} | {r.n} | {r.launches:.0f}"
-            f" | {r.false_deploy:.1%} | {r.false_candidate:.1%} | {r.power_10:.1%} | {r.power_20:.1%}"
-            f" | {r.coverage:.1%} | {'yes' if r.meets else 'no'} |"
+            f" | {r.gpu_hours:.1f} | {r.false_deploy:.1%} | {r.false_candidate:.1%} | {r.power_10:.1%}"
+            f" | {r.power_20:.1%} | {r.coverage:.1%} | {'yes' if r.meets else 'no'} |"
         )
     return "\n".join(lines)
 
@@ -581,34 +638,55 @@ def table_rows(repeats: int) -> list[RowSpec]:
     ]
 
 
-def header(repeats: int, draws: int, seed: int) -> str:
+def header(repeats: int, draws: int, power_draws: int, seed: int) -> str:
     """The table's first line, which the README quotes (a test holds the two equal)."""
     return (
         "The whole tune (experiments.tune: suffix, kpad, best K over [4, 6, 8, 12], dynk, confirmation;"
         f" deploy only what the confirmation confirms), n repeats per stage ({repeats} unless the row"
-        f" says), 2 corpora, {draws:,} simulated tunes per scenario and row, each row and scenario"
-        f" its own draws from seed {seed}:"
+        f" says), 2 corpora; {draws:,} simulated tunes per row where nothing works, {power_draws:,} per"
+        f" gain; each row and scenario its own draws from seed {seed}:"
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=2000, help="simulated tunes per scenario and row")
+    parser.add_argument(
+        "--draws", type=int, default=2000, help="simulated tunes where nothing works, per row"
+    )
+    parser.add_argument("--power-draws", type=int, default=1000, help="simulated tunes per gain, per row")
     parser.add_argument("--repeats", type=int, default=5, help="grid.repeats of every stage")
     parser.add_argument("--stage-draws", type=int, default=1000, help="draws per row of the stage table")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--workers", type=int, default=WORKERS, help="processes (the figures do not change)")
     args = parser.parse_args(argv)
-    if args.draws < 1 or args.repeats < 2 or args.stage_draws < 1 or args.workers < 1:
-        parser.error("--draws, --stage-draws and --workers >= 1, --repeats >= 2")
-    print(header(args.repeats, args.draws, args.seed) + "\n")
+    if min(args.draws, args.power_draws, args.stage_draws, args.workers) < 1 or args.repeats < 2:
+        parser.error("--draws, --power-draws, --stage-draws and --workers >= 1, --repeats >= 2")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    print(header(args.repeats, args.draws, args.power_draws, args.seed) + "\n")
+    costs = launch_costs()
     rows = [
         procedure_row(
-            spec.noise, spec.n, args.draws, args.seed, spec.w4a4, gate=spec.gate, workers=args.workers
+            spec.noise,
+            spec.n,
+            args.draws,
+            args.seed,
+            spec.w4a4,
+            gate=spec.gate,
+            workers=args.workers,
+            power_draws=args.power_draws,
+            costs=costs,
         )
         for spec in table_rows(args.repeats)
     ]
     print(procedure_table(rows))
+    print(
+        f"\nGPU-h: `grid plan` {' '.join(costs.overrides)}: {costs.measured_h:.4f} per launch of one"
+        f" repeat's cells (both corpora), {costs.solo_h:.4f} per anchor or replicate launch"
+    )
     print(
         f"\ntarget: false deploy <= {MAX_FALSE_DEPLOY:.0%} in every row; "
         + ("met" if all(r.meets for r in rows) else "NOT met")

@@ -167,12 +167,14 @@ def test_a_launch_serves_both_corpora_of_its_repeat():
             by_launch.setdefault((row["lever"], row["repeat"]), []).append(row["output_tok_per_s"])
     assert all(v == pytest.approx(values[0], rel=1e-6) for values in by_launch.values() for v in values)
     assert len({round(values[0], 6) for values in by_launch.values()}) == len(by_launch)
-    assert t.launches == 3 * 2 + 2  # (van, suffix) x 3 repeats, two anchor launches
+    assert (t.launches, t.solo_launches) == (3 * 2, 2)  # (van, suffix) x 3 repeats; two anchor launches
     assert H200_LAUNCHES.launch == 0.118
 
 
 def test_with_the_gate_on_the_tune_deploys_only_what_the_gate_passed():
-    blocked = procedure_row(NOISES[0], n=5, draws=20, seed=8, gate=GateModel("never passes", 0.0))
+    blocked = procedure_row(NOISES[0], n=5, draws=20, seed=8, gate=GateModel("never passes", pass_rate=0.0))
     assert blocked.power_20 == 0.0 and blocked.false_deploy == 0.0
-    open_gate = procedure_row(NOISES[0], n=5, draws=20, seed=8, gate=GateModel("always passes", 1.0))
+    open_gate = procedure_row(
+        NOISES[0], n=5, draws=20, seed=8, gate=GateModel("always passes", pass_rate=1.0)
+    )
     assert open_gate.power_20 >= 0.9
