@@ -66,9 +66,19 @@ def group_cost(group: EngineGroup, plan: PlanConfig) -> GroupCost:
 
 
 def launch_order(groups: list[EngineGroup], plan: PlanConfig) -> list[EngineGroup]:
-    """Largest bundle first, then longest expected run first (LPT within a size).
+    """Largest bundle first; within a size, the expansion's own order when the groups hold more
+    than one repeat, else longest expected run first (LPT).
 
-    Simulated on the study's final grid on 4 x 8 GPUs, the secondary key takes
-    the makespan from 1.100 to 1.036 x its lower bound.
+    With repeats, grid/expand.py orders launches repeat by repeat with the levers reversed on
+    odd repeats (van, lever, lever, van, ...; shared launches likewise), so the launches a
+    comparison pairs run next to each other and a slow drift cancels over the pairs. LPT
+    would undo that wherever launches differ in length: a shared launch holding three levers'
+    blocks is longer than van's, so every lever launch ran before every van launch, and the
+    session's drift went whole into van against a lever. The price, simulated on the study's
+    final grid on 4 x 8 GPUs (`grid simulate experiment=final cluster=h200x8_4nodes`): makespan
+    83.4 -> 85.1 h (x1.000 -> x1.021 of the lower bound) under engine_reuse=auto, 71.0 -> 75.0 h
+    (x1.006 -> x1.062) under shared; on one engine at a time the order costs nothing.
     """
+    if len({c.repeat for g in groups for c in g.cells}) > 1:
+        return sorted(groups, key=lambda g: -g.gpus)  # stable: the expansion's ABBA order within a size
     return sorted(groups, key=lambda g: (-g.gpus, -group_cost(g, plan).wall_s))
