@@ -227,6 +227,36 @@ def judge(
     return Judgement(ratio, lo, hi, len(xs), len(ys), b, label_for(lo, hi, b), False, confidence, terms)
 
 
+def launch_means(repeats: Iterable[Repeat], launches: int) -> tuple[Repeat, ...]:
+    """Per session and launch (repeat r runs on launch r mod `launches`, grid/expand.py's shared
+    launches): the geometric mean of that launch's repeats, as (session_id, launch, tok/s)."""
+    logs: dict[tuple[str, int], list[float]] = {}
+    for s, r, v in _positive(repeats):
+        logs.setdefault((s, int(r) % launches), []).append(math.log(v))
+    return tuple((s, j, math.exp(sum(ls) / len(ls))) for (s, j), ls in sorted(logs.items(), key=str))
+
+
+def judge_by_launch(
+    value: Iterable[Repeat],
+    reference: Iterable[Repeat],
+    band: Band,
+    launches: int,
+    confidence: float = CONFIDENCE,
+) -> Judgement:
+    """Van against a lever on launches of their own, `launches` per side, each holding several
+    repeats (blocks): launch j of one side paired with launch j of the other (adjacent in the
+    run's van, lever, lever, van order: grid.cost.launch_order), over the launch means.
+
+    The blocks of one launch share its offset, so judging them as independent pairs (judge)
+    narrows the interval below its confidence when the launch term is large; the launch means
+    carry it once, with launches - 1 degrees of freedom ("launch+block"). n is the launch pairs.
+    With one repeat per launch this is judge itself.
+    """
+    if launches < 1:
+        raise ValueError(f"launches must be >= 1, got {launches}")
+    return judge(launch_means(value, launches), launch_means(reference, launches), band, confidence)
+
+
 def geomean_repeats(sides: Sequence[Iterable[Repeat]]) -> tuple[Repeat, ...]:
     """Per-repeat values of a geometric mean over several cells (e.g. over corpora).
 
