@@ -58,8 +58,12 @@ bench: assets ## Client CPU per token vs vllm bench serve (stub), then both on t
 	$(PY) -m benchmarks.client_overhead
 	$(PY) -m benchmarks.crosscheck_engine
 
-crosscheck: assets ## Harness vs vllm bench serve on the CPU engine over 3 launches: per-launch ratios and spread (target: within 2%)
-	CROSSCHECK_LAUNCHES=$${CROSSCHECK_LAUNCHES:-3} $(PY) -m benchmarks.crosscheck_engine
+crosscheck: assets ## Harness vs vllm bench serve on the CPU engine: van over 3 launches; CROSSCHECK_LEVERS=suffix,bestkpad: per lever, fresh launches, lever ratio by each
+	if [ -n "$${CROSSCHECK_LEVERS:-}" ]; then \
+	  CROSSCHECK_LAUNCHES=$${CROSSCHECK_LAUNCHES:-2} $(PY) -m benchmarks.crosscheck_levers; \
+	else \
+	  CROSSCHECK_LAUNCHES=$${CROSSCHECK_LAUNCHES:-3} $(PY) -m benchmarks.crosscheck_engine; \
+	fi
 
 power: setup ## Error rates by simulation: one decision (per n repeats), the whole tune, the study's held-out figure, the equivalence gate
 	$(PY) -m analysis.power $(ARGS)

@@ -93,6 +93,8 @@ class Run:
     process_cpu_s: float  # the whole client process (rusage), import and set-up included for bench
     process_nivcsw: int
     procs: dict[str, Any] = field(default_factory=dict)
+    output_tokens: int | None = None  # usage.completion_tokens summed over the successful requests
+    records: list[RequestRecord] = field(default_factory=list)  # the harness's own, for its window
 
 
 def mean_chunk_gap_ms(records: list[RequestRecord]) -> float | None:
@@ -120,6 +122,8 @@ def harness_run(target: Target, prompts: list[Prompt], load: LoadSpec) -> Run:
         mean_chunk_gap_ms(records),
         (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
         after.ru_nivcsw - before.ru_nivcsw,
+        output_tokens=sum(r.completion_tokens or 0 for r in records),
+        records=records,
     )
 
 
@@ -134,7 +138,7 @@ def bench_run(
     extra = ["--model", model, "--dataset-name", "custom", "--dataset-path", str(dataset),
              "--custom-output-len", str(load.max_tokens), "--skip-chat-template", "--disable-shuffle",
              "--temperature", "0"]  # fmt: skip
-    argv = drive_vllm_bench.command(base_url, tokenizer, n, load.concurrency, extra)
+    argv = drive_vllm_bench.command(base_url, tokenizer, n, load.concurrency, extra, load.ignore_eos)
     argv = [sys.executable, "-c", BENCH_WRAPPER, *argv[3:]]  # argv[:3]: python -m benchmarks.drive_vllm_bench
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(argv, capture_output=True, text=True, check=True,
@@ -154,6 +158,7 @@ def bench_run(
         bench_line(out, "Mean ITL (ms)"),
         (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
         after.ru_nivcsw - before.ru_nivcsw,
+        output_tokens=drive_vllm_bench.result(out)["tokens"],
     )
 
 

@@ -13,13 +13,24 @@ import time
 MARK = "BENCH_JSON "
 
 
-def command(base_url: str, tokenizer: str, num_prompts: int, concurrency: int, extra: list[str]) -> list[str]:
-    """argv that runs vllm's benchmark against `base_url` (completions, ignore_eos, no ready check)."""
+def command(
+    base_url: str,
+    tokenizer: str,
+    num_prompts: int,
+    concurrency: int,
+    extra: list[str],
+    ignore_eos: bool = True,
+) -> list[str]:
+    """argv that runs vllm's benchmark against `base_url` (completions, no ready check).
+
+    `ignore_eos` as the load it is compared with: a load that stops at EOS (the grid's default) has a
+    drain of a few long requests that one forced to max_tokens lacks, and on drafting engines the
+    drain moves the whole-run figure (docs/benchmarks/2026-12-04-cpu-crosscheck-levers.md)."""
     return [
         sys.executable, "-m", "benchmarks.drive_vllm_bench", "--backend", "openai", "--base-url", base_url,
         "--endpoint", "/v1/completions", "--tokenizer", tokenizer, "--num-prompts", str(num_prompts),
-        "--max-concurrency", str(concurrency), "--ignore-eos", "--ready-check-timeout-sec", "0",
-        "--disable-tqdm", *extra,
+        "--max-concurrency", str(concurrency), *(["--ignore-eos"] if ignore_eos else []),
+        "--ready-check-timeout-sec", "0", "--disable-tqdm", *extra,
     ]  # fmt: skip
 
 

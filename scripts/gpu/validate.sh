@@ -4,6 +4,9 @@
 # part `grid`: the gpu_validate experiment through the Ray scheduler (two GPUs: two engines at once);
 # part `tp2`: the Llama-8B-shaped dummy at TP=2 on code_complete, levers $TP2_LEVERS (default [van,suffix]);
 # part `crosscheck`: harness vs `vllm bench serve` on one engine;
+# part `levers` (issue 37 item 8): the crosscheck's lever mode, suffix and bestkpad K=8 on fresh launches
+# (CROSSCHECK_LAUNCHES per lever, 1; CROSSCHECK_ROUNDS pairs each, 2; CROSSCHECK_FIRST_LAUNCH=2 goes on in a
+# later call), the gpu_validate load (32 warm-up + 160, c=32, 1,024 tokens, greedy, EOS), $OUT/crosscheck-levers.json;
 # part `sessions` (issue 29 item 7): suffix K=8, bestkpad K=8 and dynk (K in {4,6,8}) on shared launches,
 # SESSIONS_REPEATS (8) blocks of code_complete over 2 launches, then each lever's repeat-0 cell on a
 # launch of its own (a second store, $HOME/store-sessions-fresh) to compare acceptance with the reset engine;
@@ -14,7 +17,7 @@
 # timeout_s, default 600) after install and model set-up, less EXPORT_RESERVE_S for the clean stop
 # and the export: a step that outran the call lost all its output (2026-12-01).
 set -uo pipefail
-part=${1:?part: grid, tp2 or crosscheck}; shift
+part=${1:?part: grid, tp2, crosscheck, levers, sessions or tune}; shift
 call_start=$(date +%s)
 source scripts/gpu/install.sh || exit 1
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $OUT/gpus.csv
@@ -39,6 +42,11 @@ case $part in
   crosscheck) CROSSCHECK_OVERRIDES="experiment=gpu_validate paths.data_dir=.gpu/data grid.levers=[van] \
       grid.corpora=[code_complete] load.num_prompts=160 load.max_tokens=512 load.ignore_eos=true \
       load.token_ids=false $*" python3 -m benchmarks.crosscheck_engine | tee $OUT/crosscheck.txt ;;
+  levers) CROSSCHECK_LEVERS=${CROSSCHECK_LEVERS:-suffix,bestkpad} CROSSCHECK_ROUNDS=${CROSSCHECK_ROUNDS:-2} \
+      CROSSCHECK_LAUNCHES=${CROSSCHECK_LAUNCHES:-1} CROSSCHECK_BUDGET_S=${CROSSCHECK_BUDGET_S:-$STEP_TIMEOUT_S} \
+      CROSSCHECK_OVERRIDES="experiment=gpu_validate paths.data_dir=.gpu/data grid.corpora=[code_complete] \
+      load.num_prompts=160 load.warmup_requests=32 load.max_tokens=1024 load.ignore_eos=false $*" \
+      timeout $STEP_TIMEOUT_S python3 -m benchmarks.crosscheck_levers | tee $OUT/crosscheck-levers.txt ;;
   sessions) shared="experiment=gpu_validate paths.data_dir=.gpu/data grid.levers=[suffix,bestkpad,dynk]
       +grid.ks.bestkpad=[8] +grid.ks.dynk=[8] +lever.dynk.dynamic_ks=[4,6,8] grid.corpora=[code_complete]"
       timeout $STEP_TIMEOUT_S python3 -m grid run $shared paths.store=$store grid.repeats=${SESSIONS_REPEATS:-8} \
