@@ -135,14 +135,28 @@ def figure_of(run: dict[str, Any], figure: str) -> float | None:
     return run["tok_s"] if figure == "harness" else run["window_tok_s"]
 
 
-def client_vs_bench(runs: Sequence[dict[str, Any]], lever: str, figure: str) -> dict[str, Any]:
-    """Per pair of one lever's launches, harness `figure` over bench's: the two read one engine."""
+def per_step(run: dict[str, Any]) -> float | None:
+    """Output tokens per engine step as a client saw them: tok/s x mean gap between chunks (ITL)."""
+    return run["tok_s"] * run["mean_itl_ms"] if run.get("mean_itl_ms") else None
+
+
+def client_vs_bench(runs: Sequence[dict[str, Any]], lever: str | None, figure: str) -> dict[str, Any]:
+    """Per pair of one lever's launches, harness `figure` over bench's: the two read one engine.
+
+    `per_step` divides each client's tok/s by the engine's step time during its own run (its mean
+    ITL), as crosscheck_engine's per-step ratio does: what is left is what the clients count and time
+    differently, without the engine stepping faster in one run than in the other. `lever` None: all."""
     logs = []
-    pairs = {(r["launch"], r["pair"]) for r in runs if r["lever"] == lever}
+    pairs = {(r["lever"], r["launch"], r["pair"]) for r in runs if lever in (None, r["lever"])}
     for key in sorted(pairs):
-        pair = [r for r in runs if r["lever"] == lever and (r["launch"], r["pair"]) == key]
-        ours = next((figure_of(r, figure) for r in pair if r["client"] == "harness"), None)
-        theirs = next((figure_of(r, "bench") for r in pair if r["client"] == "bench"), None)
+        pair = [r for r in runs if (r["lever"], r["launch"], r["pair"]) == key]
+        h = next((r for r in pair if r["client"] == "harness"), None)
+        v = next((r for r in pair if r["client"] == "bench"), None)
+        if h is None or v is None:
+            continue
+        ours, theirs = (
+            (per_step(h), per_step(v)) if figure == "per_step" else (figure_of(h, figure), v["tok_s"])
+        )
         if ours and theirs:
             logs.append(math.log(ours / theirs))
     return geo_interval(logs)
@@ -210,6 +224,7 @@ def summary(runs: Sequence[dict[str, Any]], levers: Sequence[str]) -> dict[str, 
             lever: {
                 "harness_over_bench": client_vs_bench(runs, lever, "harness"),
                 "window_over_bench": client_vs_bench(runs, lever, "window"),
+                "per_step_over_bench": client_vs_bench(runs, lever, "per_step"),
                 **{
                     f"{fig}_mean": statistics.fmean(v)
                     if (v := [x for r in runs if r["lever"] == lever if (x := figure_of(r, fig))])
@@ -219,6 +234,7 @@ def summary(runs: Sequence[dict[str, Any]], levers: Sequence[str]) -> dict[str, 
             }
             for lever in levers
         },
+        "pooled": {fig: client_vs_bench(runs, None, fig) for fig in ("harness", "per_step")},
         "lever_ratio": {fig: lever_ratio(runs, base, other, fig) for fig in FIGURES},
         "ratio_of_ratios": {fig: ratio_of_ratios(runs, base, other, fig) for fig in ("harness", "window")},
     }
@@ -228,16 +244,20 @@ def print_summary(result: dict[str, Any], levers: Sequence[str]) -> None:
     s = result["summary"]
     print(
         "\n| lever | harness bench tok/s | vllm bench serve tok/s | harness window tok/s "
-        "| harness / bench, per pair [95%] | window / bench, per pair [95%] |"
+        "| harness / bench, per pair [95%] | per step [95%] | window / bench, per pair [95%] |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for lever in levers:
         p = s["per_lever"][lever]
         print(
             f"| {lever} | {p['harness_mean'] or 0:,.1f} | {p['bench_mean'] or 0:,.1f} | "
             f"{p['window_mean'] or 0:,.1f} | {fmt_ratio(p['harness_over_bench'])} | "
-            f"{fmt_ratio(p['window_over_bench'])} |"
+            f"{fmt_ratio(p['per_step_over_bench'])} | {fmt_ratio(p['window_over_bench'])} |"
         )
+    print(
+        f"both levers, every pair: harness / bench {fmt_ratio(s['pooled']['harness'])}, "
+        f"per step {fmt_ratio(s['pooled']['per_step'])}"
+    )
     base, other = levers[0], levers[1]
     print(f"\n{other} / {base}, paired by prompt slice (geometric mean [95% t-interval over slices]):")
     for fig, name in zip(FIGURES, ("harness bench tok/s", "vllm bench serve", "harness window"), strict=True):
