@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.decision import judge
+from analysis.detectable import TARGET_POWER, detectable_gain, power, spread_of
 from analysis.drift import drift_band
 from analysis.final import FINAL_CORPUS, lever_scores
 from analysis.medians import sessions_of
@@ -33,7 +34,8 @@ from vocab.cells import REFERENCE_LEVER
 CONFIRMED = "confirmed"
 NOT_CONFIRMED = "not confirmed"
 CONFIRM_COLUMNS = ["model", "confirmed_of", "confirmed_x", "confirmed_ci_lo", "confirmed_ci_hi",
-                   "confirmed_n", "confirmed_label", "confirmation", "confirmed_prompts_seen"]  # fmt: skip
+                   "confirmed_n", "confirmed_label", "confirmation", "confirmed_power",
+                   "confirmed_prompts_seen"]  # fmt: skip
 
 
 def planned_label(final_row: Mapping[str, Any]) -> str:
@@ -61,7 +63,32 @@ def judge_confirmation(rows: pd.DataFrame, drift: pd.DataFrame, final_corpus: st
         "confirmed_n": min(j.n_value, j.n_reference),
         "confirmed_label": j.label,
         "confirmation": CONFIRMED if j.real_gain else NOT_CONFIRMED,
+        "confirmed_power": power_words(j.ratio, j.lo, j.hi, min(j.n_value, j.n_reference), j.band),
     }
+
+
+def power_words(ratio: float, lo: float, hi: float, n: int, band: float) -> str:
+    """What the confirmation could detect (analysis/detectable.py), from its own interval's spread:
+    'low' when the figure shown is below the gain it finds 80 % of the time. A figure confirmed at low
+    power reads high: among equal levers, the ones whose draw ran high are the ones that clear the band."""
+    if math.isnan(band):
+        return "unknown: the drift band is unknown"
+    sd = spread_of(lo, hi, n)
+    if math.isnan(sd):
+        return f"unknown: n={n}, no interval"
+    found = detectable_gain(sd, n, band)
+    at_shown = power(ratio, sd, n, band) if ratio - 1.0 > band else 0.0
+    spread = f"n={n}, sd {sd:.1%} per pair, band {band:.1%}"
+    if ratio - 1.0 >= found:
+        return (
+            f"{at_shown:.0%} at this figure ({spread}); it finds +{found:.1%} or more "
+            f"{TARGET_POWER:.0%} of the time"
+        )
+    return (
+        f"low: a true {ratio - 1.0:+.1%} is found {at_shown:.0%} of the time ({spread}); "
+        f"only +{found:.1%} or more is found {TARGET_POWER:.0%} of the time, and a figure "
+        "confirmed at low power reads high"
+    )
 
 
 def confirmations(

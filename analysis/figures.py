@@ -1,6 +1,6 @@
 """The study's figures as matplotlib Figures (no display needed: the Agg backend).
 
-Figure 1: speedup over van per model as bars, the geometric mean as a line.
+Figure 1: x over van per model whose final lever is not van (held out, else the selection's, hatched).
 Figure 2: best K per model x corpus as a heat map, one panel per swept lever.
 Figure 3: anchor throughput at the start and end of every session (the drift).
 matplotlib is a report/notebook dependency, not a runtime one: imported here only.
@@ -8,8 +8,6 @@ Figures are built without pyplot (no global state, no display backend needed).
 """
 
 from __future__ import annotations
-
-import math
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -25,30 +23,53 @@ def _empty(message: str) -> Figure:
     return fig
 
 
-def speedup_bars(table1: pd.DataFrame, geomean: float, pct: str = "90%") -> Figure:
-    """Figure 1: final lever's output tok/s / van's per model; labels name the lever and the verdict."""
-    rows = table1.dropna(subset=["speedup_vs_van"])
-    if rows.empty:
-        return _empty("no model has both van and a lever measured")
+def speedup_nothing_to_draw(table1: pd.DataFrame) -> str | None:
+    """Why Figure 1 has nothing to draw (None when it has): it draws only a measured ratio of a lever
+    other than van; van over van is 1 by definition, never a measurement."""
+    if table1.empty or "final_lever" not in table1:
+        return "no model has a final lever yet"
+    levers = table1[table1["final_lever"].notna() & (table1["final_lever"] != "van")]
+    if levers.empty:
+        return (
+            "every model's final lever is van (no lever was a real gain over it), and van over van is 1 "
+            "by definition"
+        )
+    if levers[["confirmed_x", "speedup_vs_van"]].isna().all(axis=None):
+        return "no model has both van and its final lever measured"
+    return None
+
+
+def speedup_bars(table1: pd.DataFrame) -> Figure:
+    """Figure 1: per model whose final lever is not van, the held-out x over van with its 90 % interval;
+    where no confirmation was measured, the selection's, hatched and labelled as reading high."""
+    why = speedup_nothing_to_draw(table1)
+    if why:
+        return _empty(f"nothing to draw: {why}")
+    rows = table1[table1["final_lever"].notna() & (table1["final_lever"] != "van")]
+    held = rows["confirmed_x"].notna()
+    rows = rows[held | rows["speedup_vs_van"].notna()]
+    held = rows["confirmed_x"].notna()
+    x = rows["confirmed_x"].where(held, rows["speedup_vs_van"]).astype(float)
+    lo = rows["confirmed_ci_lo"].where(held, rows["ci_lo"]).astype(float)
+    hi = rows["confirmed_ci_hi"].where(held, rows["ci_hi"]).astype(float)
+    labels = rows["confirmed_label"].where(held, rows["label"])
     fig = Figure(figsize=(max(6.0, 1.1 * len(rows) + 2), 4.5))
     ax = fig.subplots()
-    labels = rows["label"] if "label" in rows else pd.Series("", index=rows.index)
     colors = ["tab:blue" if label == GAIN else "tab:red" if label == LOSS else "tab:gray" for label in labels]
-    low = rows["speedup_vs_van"] - rows.get("ci_lo", rows["speedup_vs_van"])
-    high = rows.get("ci_hi", rows["speedup_vs_van"]) - rows["speedup_vs_van"]
-    errors = [low.fillna(0).clip(lower=0).to_numpy(), high.fillna(0).clip(lower=0).to_numpy()]
-    bars = ax.bar(rows["model"], rows["speedup_vs_van"], color=colors, yerr=errors, capsize=3)
-    for bar, label in zip(bars, rows["final_lever"], strict=True):
-        ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
+    errors = [(x - lo).fillna(0).clip(lower=0).to_numpy(), (hi - x).fillna(0).clip(lower=0).to_numpy()]
+    bars = ax.bar(rows["model"], x, color=colors, yerr=errors, capsize=3)
+    for bar, lever, is_held in zip(bars, rows["final_lever"], held, strict=True):
+        if not is_held:
+            bar.set_hatch("//")
+            bar.set_alpha(0.5)
+        text = lever if is_held else f"{lever}\n(selection: reads high)"
+        ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
                     fontsize=8, xytext=(0, 2), textcoords="offset points")  # fmt: skip
     ax.axhline(1.0, color="black", linewidth=0.8)
-    if not math.isnan(geomean):
-        ax.axhline(geomean, color="tab:red", linestyle="--", label=f"geometric mean {geomean:.2f}x")
-        ax.legend(loc="upper right")
     ax.set_ylabel("output tok/s, x over van")
-    # Two lines: one bar's figure is 6 inches wide, too narrow for the legend in the title.
     ax.set_title(
-        f"Figure 1: final lever vs van, {pct} interval\n(blue: real gain; grey: within noise or not judged)",
+        "Figure 1: final lever vs van, held out (solid) or selection (hatched), with its interval\n"
+        "(blue: real gain; red: real loss; grey: within noise or not judged)",
         fontsize=10,
     )
     ax.tick_params(axis="x", rotation=30)

@@ -32,19 +32,34 @@ import pandas as pd
 
 from analysis.compare import compare, typed_flags
 from analysis.decision import CONFIDENCE, NO_BAND, NOT_JUDGED, geomean_repeats, judge
+from analysis.detectable import MAX_REPEATS, TARGET_POWER, repeats_for
 from analysis.drift import drift_band
 from analysis.gate import gate_problems, latest_verdicts, parse_k_by_corpus
 from analysis.medians import sessions_of
+from analysis.power import GAIN, SIGMA_LEVER, SIGMA_VAN
 from analysis.stats import geometric_mean
 from vocab.cells import REFERENCE_LEVER
 
 FINAL_CORPUS = "mix"
 STAGE_ORDER = ("van", "suffix", "bestkpad", "w4a4", "dynk")
+# Table 1: the held-out confirmation's figure first (the one to deploy on: analysis/confirmation.py),
+# with what it could detect; then the tok/s the choice was scored on and what they are (scored_on:
+# the mix corpus, or a geometric mean over corpora that no single cell measured); the selection's
+# figure last (the choice was made on it, so it reads high: the winner's curse).
 TABLE1_COLUMNS = [
     "model",
+    "final_lever",
+    "deploy",
+    "confirmed_x",
+    "confirmed_ci_lo",
+    "confirmed_ci_hi",
+    "confirmed_n",
+    "confirmed_label",
+    "confirmation",
+    "confirmed_power",
     "van_tok_per_s",
     "final_tok_per_s",
-    "final_lever",
+    "scored_on",
     "speedup_vs_van",
     "ci_lo",
     "ci_hi",
@@ -52,12 +67,6 @@ TABLE1_COLUMNS = [
     "n_reference",
     "label",
     "verdict",
-    "confirmed_x",
-    "confirmed_ci_lo",
-    "confirmed_ci_hi",
-    "confirmed_n",
-    "confirmed_label",
-    "confirmation",
 ]
 
 
@@ -179,22 +188,39 @@ def final_for_model(
         **result,
         "answer": f"{model}: {label}, {speedup:.2f}x over van ({result['verdict']}; {basis})"
         + (_runner_up(allowed, van, drift, confidence) if final["lever"] == REFERENCE_LEVER else "")
-        + what_would_judge(result["label"]),
+        + what_would_judge(result["label"], result["drift_band_rel"]),
     }
 
 
 # The smallest repeats at which analysis/decision.py's rule meets both targets under the default
 # noise model (`python -m analysis.power`; tests/unit/analysis/test_power.py holds it).
 REPEATS_FOR_TARGETS = 5
+# A comparison with one repeat has no spread of its own: the advice assumes the default noise model's
+# (analysis.power: van 1 %, lever 5 % per run), paired: sd of a log difference sqrt(1 % ^ 2 + 5 % ^ 2).
+DEFAULT_PAIR_SD = math.hypot(SIGMA_VAN, SIGMA_LEVER)
 
 
-def what_would_judge(label: str) -> str:
-    """For a comparison the rule could not judge: what would let it."""
+def what_would_judge(label: str, band: float = math.nan, sd: float = DEFAULT_PAIR_SD) -> str:
+    """For a comparison the rule could not judge: what would let it. The repeats come from the band
+    the session measured (analysis/detectable.py), not from the default noise model's drift."""
     if label == NOT_JUDGED:
+        if math.isnan(band):
+            return (
+                f"; to judge it, rerun with grid.repeats>={REPEATS_FOR_TARGETS} and the drift anchor on "
+                "(grid.anchor.enabled=true): the band is unknown, so the repeats it needs are too"
+            )
+        n = repeats_for(GAIN, sd, band)
+        need = (
+            f"grid.repeats={n}"
+            if n is not None
+            else f"more than {MAX_REPEATS} repeats (no number of them"
+            f" finds +{GAIN:.0%} while the band is {band:.1%}: shrink the band first)"
+        )
         return (
-            f"; to judge it, rerun with grid.repeats={REPEATS_FOR_TARGETS} (the repeats that meet the rule's "
-            "targets under the default noise; `python -m analysis.power --sigma-van ... --sigma-lever ...` "
-            "gives the number at your machine's spread)"
+            f"; to judge it, rerun with {need}: at this session's drift band {band:.1%} and a per-pair sd "
+            f"of {sd:.1%} (the default noise model's: one repeat has no spread of its own) a real "
+            f"+{GAIN:.0%} is then found {TARGET_POWER:.0%} of the time (analysis/detectable.py; "
+            "`python -m analysis.power --store ...` gives it at your machine's measured spread)"
         )
     if label == NO_BAND:
         return "; to judge it, run with the drift anchor on (grid.anchor.enabled=true) so the band is known"
@@ -224,12 +250,49 @@ def speedup_geomean(final: pd.DataFrame) -> float:
     return geometric_mean(final["speedup_vs_van"].dropna())
 
 
+def deploy_words(row: dict[str, Any]) -> str:
+    """What a deployment takes from this row: the final lever only once its held-out confirmation
+    confirmed it, else van (and why)."""
+    lever = row.get("final_lever")
+    if not isinstance(lever, str):
+        return "-"
+    if row.get("lever_name") == REFERENCE_LEVER:
+        return "van"
+    if row.get("confirmation") == "confirmed":
+        return lever
+    if row.get("confirmation") == "not confirmed":
+        return f"van ({lever} not confirmed)"
+    return f"van until {lever} is confirmed"
+
+
 def table1(final: pd.DataFrame, confirmation: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Table 1 of the study: model, van tok/s, final tok/s, final lever, x over van and its verdict (the
-    selection's figures), then the held-out confirmation's (analysis/confirmation.py) where there is one."""
+    """Table 1 of the study (TABLE1_COLUMNS): the held-out confirmation's figure of each model's final
+    lever and what it could detect (analysis/confirmation.py) where there is one, then the selection's."""
     if final.empty:
         return pd.DataFrame(columns=TABLE1_COLUMNS)
-    table = final.rename(columns={"final_lever": "lever_name", "final_label": "final_lever"})
+    table = final.rename(
+        columns={"final_lever": "lever_name", "final_label": "final_lever", "basis": "scored_on"}
+    )
     if confirmation is not None and not confirmation.empty:
         table = table.merge(confirmation, on="model", how="left")
+    table["deploy"] = [deploy_words(r) for r in table.to_dict("records")]
     return table.reindex(columns=TABLE1_COLUMNS).reset_index(drop=True)
+
+
+def geomean_words(table: pd.DataFrame) -> str:
+    """One line on the figure over models: the geometric mean of the held-out figures (never the
+    selection's, which read high), with how many models it covers; a point figure, never judged."""
+    held = table.dropna(subset=["confirmed_x"]) if "confirmed_x" in table else table.iloc[0:0]
+    chose = table[table["final_lever"].notna()] if "final_lever" in table else table
+    if held.empty:
+        return (
+            f"Over models: no held-out figure yet ({len(chose)} models with a final lever); the selection's "
+            "figures read high and are not summarised: `python -m grid confirm` measures the figures to "
+            "deploy on."
+        )
+    mean = geometric_mean(held["confirmed_x"])
+    return (
+        f"Over models: geometric mean of the held-out x over van {mean:.3f}x, n={len(held)} of {len(chose)} "
+        "models (a point figure with no interval: not judged; each model's interval and label are in "
+        "Table 1)."
+    )

@@ -15,7 +15,9 @@ from matplotlib.figure import Figure
 
 from analysis import blocks, figures, variance
 from analysis.confirmation import confirmation_words
+from analysis.final import geomean_words
 from analysis.gpu_time import share_line
+from analysis.measured import WINDOW, engine_line, load_rows, model_line
 from analysis.sessions import session_summary
 from analysis.study import Study
 from analysis.summary import PAIR_EXPORT_HEADERS, block_verdicts
@@ -32,22 +34,25 @@ img { max-width: 100%; }
 
 TABLE1_HEADERS = {
     "model": "model",
-    "van_tok_per_s": "van tok/s",
-    "final_tok_per_s": "final tok/s",
     "final_lever": "final lever",
-    "speedup_vs_van": "x over van (selection)",
-    "ci_lo": "{pct} CI low",
-    "ci_hi": "{pct} CI high",
-    "n_value": "n final",
-    "n_reference": "n van",
-    "label": "label",
-    "verdict": "verdict",
-    "confirmed_x": "x over van (held out)",
+    "deploy": "deploy",
+    "confirmed_x": "x over van (held out: the figure to deploy on)",
     "confirmed_ci_lo": "held-out 90% CI low",
     "confirmed_ci_hi": "held-out 90% CI high",
     "confirmed_n": "held-out n",
     "confirmed_label": "held-out label",
     "confirmation": "confirmation",
+    "confirmed_power": "held-out power (what it could detect)",
+    "van_tok_per_s": "van tok/s",
+    "final_tok_per_s": "final tok/s",
+    "scored_on": "tok/s scored on",
+    "speedup_vs_van": "x over van (selection: reads high)",
+    "ci_lo": "selection {pct} CI low",
+    "ci_hi": "selection {pct} CI high",
+    "n_value": "selection n final",
+    "n_reference": "selection n van",
+    "label": "selection label",
+    "verdict": "selection verdict",
 }
 BEST_K_COLUMNS = ["model", "corpus", "lever", "best_k", "best_tok_per_s", "rule", "compared_k", "rel_diff",
                   "ci_lo", "ci_hi", "n_value", "n_reference", "label", "verdict"]  # fmt: skip
@@ -57,18 +62,23 @@ DRIFT_COLUMNS = ["session_id", "model", "corpus", "lever", "anchor_start_tok_per
 
 NO_PHASES = "GPU time: no cell recorded its phases."
 RULE_NOTE = (
-    "x over van: ratio of geometric means over repeats with its two-sided {pct} t-interval on log ratios "
-    "(paired by session and repeat where both sides have them, Welch otherwise); label 'real gain' / "
-    "'real loss' only when the whole interval lies beyond the drift band, 'not judged (n<2)' with fewer "
-    "than 2 repeats on a side, 'not judged (drift unknown)' without a known drift band "
-    "(analysis/decision.py); n final / n van: the repeats behind it. These are the figures the final "
-    "lever was selected on, and the best of several noisy levers reads high (the winner's curse). "
-    "x over van (held out): the held-out confirmation (python -m grid confirm; experiment=final runs it "
-    "at the end of its run): the final configuration and van measured again in a fresh session, on "
-    "fresh engines, with a prompt seed the selection never drew, judged on those cells alone by the "
-    "same rule; 'confirmed' only when its interval lies wholly above 1 + that session's drift band. "
-    "That is the figure to deploy on (analysis/confirmation.py); python -m experiments.tune deploys "
-    "only what its own confirmation confirms."
+    "Read Table 1 from the left. x over van (held out): the held-out confirmation (python -m grid confirm; "
+    "experiment=final runs it at the end of its run): the final configuration and van measured again in a "
+    "fresh session, on fresh engines, with a prompt seed the selection never drew, judged on those cells "
+    "alone; 'confirmed' only when its 90% interval lies wholly above 1 + that session's drift band, and "
+    "only then does deploy name the lever (else van). That is the figure to deploy on "
+    "(analysis/confirmation.py). Its power column says what the confirmation could detect from its own "
+    "interval's spread: 'low' when the figure shown is below the gain it finds 80% of the time, and a "
+    "figure confirmed at low power reads high (analysis/detectable.py). van tok/s and final tok/s are what "
+    "the choice was scored on (tok/s scored on: the mix corpus, or a geometric mean over corpora that no "
+    "single cell measured as such; the per-corpus table below has each corpus's own). The selection's x "
+    "over van is the figure the final lever was chosen on, the best of several noisy levers, so it reads "
+    "high (the winner's curse): never a figure to deploy on. Every x over van is a ratio of geometric means "
+    "over repeats with its two-sided t-interval on log ratios (paired by session and repeat where both "
+    "sides have them, Welch otherwise); label 'real gain' / 'real loss' only when the whole interval lies "
+    "beyond the drift band, 'not judged (n<2)' with fewer than 2 repeats on a side, 'not judged (drift "
+    "unknown)' without a known drift band (analysis/decision.py); n: the repeats behind it. The "
+    "selection's intervals are at {pct}."
 )
 
 
@@ -100,6 +110,29 @@ def table_html(frame: pd.DataFrame, columns: list[str] | None = None, headers: d
 
 def _figure(fig: Figure, alt: str) -> str:
     return f"<img alt='{html.escape(alt)}' src='{png_data_uri(fig)}'>"
+
+
+def table1_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """Table 1 as the page shows it: a tok/s that is a geometric mean over corpora says so in its cell
+    (no single cell measured it; the per-corpus table has each corpus's own)."""
+    if table.empty or "scored_on" not in table:
+        return table
+    shown = table.astype(object)
+    basis = shown["scored_on"].astype(str)
+    pooled = basis.str.contains("geometric mean over") & ~basis.str.contains("over 1 corpora")
+    for column in ("van_tok_per_s", "final_tok_per_s"):
+        shown.loc[pooled, column] = [
+            f"{_cell(v)} (geometric mean over corpora, not one cell's)" for v in shown.loc[pooled, column]
+        ]
+    return shown
+
+
+def figure_1(table1: pd.DataFrame) -> str:
+    """Figure 1, or why there is none: it draws only models whose final lever is not van."""
+    why = figures.speedup_nothing_to_draw(table1)
+    if why:
+        return f"<p class='note'>Figure 1 (x over van per model) is not drawn: {html.escape(why)}.</p>"
+    return _figure(figures.speedup_bars(table1), "Figure 1")
 
 
 PER_CORPUS_HEADERS = {
@@ -157,13 +190,22 @@ def _answers(study: Study) -> str:
     answers = study.final.get("answer", pd.Series(dtype=object)).dropna()
     held_out = {r["model"]: confirmation_words(r) for r in study.confirmation.to_dict("records")}
     items = "".join(
-        f"<li>{html.escape(str(a))}"
-        + (f"<br>held-out confirmation: {html.escape(held_out[m])}" if m in held_out else "")
-        + "</li>"
+        (f"<li>held-out confirmation: {html.escape(held_out[m])}<br>" if m in held_out else "<li>")
+        + f"selection (reads high): {html.escape(str(a))}</li>"
         for m, a in zip(study.final.loc[answers.index, "model"], answers, strict=True)
     )
-    geomean = "-" if math.isnan(study.speedup_geomean) else f"{study.speedup_geomean:.2f}x"
-    return f"<ul>{items}</ul><p>Geometric mean over models of x over van: <b>{geomean}</b>.</p>"
+    return f"<ul>{items}</ul><p>{html.escape(geomean_words(study.table1))}</p>"
+
+
+def measured_section(study: Study) -> list[str]:
+    """What was measured: engine build, models, load per corpus, the window and what out tok/s is."""
+    return [
+        "<h2>What was measured</h2>",
+        f"<p>{html.escape(engine_line(study.measured, study.sessions))}; "
+        f"{html.escape(model_line(study.measured))}.</p>",
+        table_html(load_rows(study.measured)),
+        f"<p class='note'>{html.escape(WINDOW)}</p>",
+    ]
 
 
 def render_report(study: Study, title: str) -> str:
@@ -179,13 +221,16 @@ def render_report(study: Study, title: str) -> str:
         "<h2>Answer</h2>",
         _answers(study),
         f"<h3>Notes</h3><ul class='note'>{notes}</ul>",
+        *measured_section(study),
         f"<p class='note'>{html.escape(share_line(study.measured) or NO_PHASES)}</p>",
         "<h2>Table 1: final lever per model</h2>",
         f"<p class='note'>{html.escape(RULE_NOTE.format(pct=pct))}</p>",
         table_html(
-            study.table1, list(TABLE1_HEADERS), {k: v.format(pct=pct) for k, v in TABLE1_HEADERS.items()}
+            table1_shown(study.table1),
+            list(TABLE1_HEADERS),
+            {k: v.format(pct=pct) for k, v in TABLE1_HEADERS.items()},
         ),
-        _figure(figures.speedup_bars(study.table1, study.speedup_geomean, pct), "Figure 1"),
+        figure_1(study.table1),
         "<h2>Per corpus: throughput and latency</h2>",
         "<p class='note'>Medians over each configuration's VALID cells (repeats); TTFT and TPOT are each "
         "cell's p50 over its measured requests. Comparisons with their intervals are in Table 1 and the "

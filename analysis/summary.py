@@ -197,13 +197,32 @@ def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[s
     render_launch_tables(frame, console)
 
 
+# The variance table at the console: one table per model (its name in the title), so that with the
+# lever configuration in one column the whole table, "missing because" included (the note points
+# to it), fits 80 columns; the headers are short and the note below says what each one is.
 VARIANCE_COLUMNS = [
-    Col("model", "left"),
-    Col("lever", "left"),
-    Col("K"),
-    *(Col(header, no_wrap=False) for header in variance.DISPLAY_HEADERS[3:8]),
-    Col("missing because", "left", no_wrap=False, fold=True, want=16),
+    Col("config", "left"),
+    Col("engine sd% (df)", no_wrap=False),
+    Col("launch sd% (df)", no_wrap=False),
+    Col("session sd% (df)", no_wrap=False),
+    Col("run sd% (df)", no_wrap=False),
+    Col("b/l/s"),
+    Col("missing because", "left", no_wrap=False, fold=True, want=14),
 ]
+VARIANCE_CONSOLE_NOTE = (
+    "engine = within one engine launch (block to block), launch = between launches of a session, "
+    "session = between sessions, run = engine and launch together; b/l/s = blocks/launches/sessions. "
+)
+
+
+def variance_console_rows(components: pd.DataFrame) -> dict[str, list[list[str]]]:
+    """Per model: its configurations' rows of VARIANCE_COLUMNS (from analysis.variance.display_rows)."""
+    out: dict[str, list[list[str]]] = {}
+    for row, shown in zip(components.itertuples(index=False), variance.display_rows(components), strict=True):
+        out.setdefault(str(row.model), []).append([blocks.config_label(row.lever, row.k), *shown[3:]])
+    return out
+
+
 PAIR_COLUMNS = [
     Col("model", "left"),
     Col("launch config", "left", no_wrap=False),
@@ -248,9 +267,9 @@ def render_launch_tables(frame: pd.DataFrame, console: Console) -> None:
     if components.empty:
         console.print(f"variance components: {components.attrs.get('note', 'none')}")
     else:
-        rows = variance.display_rows(components)
-        print_table(console, "variance components: ln out tok/s", VARIANCE_COLUMNS, rows, ["missing because"])
-        console.print(variance.DISPLAY_NOTE, markup=False, highlight=False)
+        for model, rows in variance_console_rows(components).items():
+            print_table(console, f"variance components of {model}: ln out tok/s", VARIANCE_COLUMNS, rows)
+        console.print(VARIANCE_CONSOLE_NOTE + variance.DISPLAY_NOTE, markup=False, highlight=False)
     if not pairs.empty:
         rows = [
             [*row, verdict]

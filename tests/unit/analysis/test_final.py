@@ -56,13 +56,12 @@ def test_final_lever_on_mix_and_table1():
     assert "best other: suffix K=8, within noise: 1.015x" in final.loc["b", "answer"]
     assert final.loc["b", "basis"] == "mix corpus"
     table = table1(final.reset_index())
-    assert table.columns.tolist()[:5] == [
-        "model",
-        "van_tok_per_s",
-        "final_tok_per_s",
-        "final_lever",
-        "speedup_vs_van",
-    ]
+    # Issue 37 item 6: the held-out figure (the one to deploy on) comes first, the selection's last.
+    columns = table.columns.tolist()
+    assert columns[:4] == ["model", "final_lever", "deploy", "confirmed_x"]
+    assert columns.index("speedup_vs_van") > columns.index("confirmed_power") > columns.index("confirmed_x")
+    assert table.iloc[0]["deploy"] == "van until bestkpad K=8 is confirmed"
+    assert table.iloc[1]["deploy"] == "van" and table.iloc[0]["scored_on"] == "mix corpus"
     assert table.iloc[0][["model", "van_tok_per_s", "final_tok_per_s", "final_lever"]].tolist() == [
         "a",
         pytest.approx(100.0),
@@ -139,5 +138,22 @@ def test_a_comparison_not_judged_says_what_would_judge_it():
     one = rows("a", {("mix", "van", 0): 100.0, ("mix", "suffix", 8): 140.0}, spread=(1.0,))
     answer = final_levers(one, DRIFT, equivalence=passes(one)).set_index("model").loc["a", "answer"]
     assert "not judged (n<2)" in answer and "to judge it, rerun with grid.repeats=5" in answer
+    # Issue 38 item 4: the repeats come from the session's band, not the default noise's 2 % drift.
+    anchors = [
+        {
+            "session_id": "s1",
+            "anchor": pos,
+            "model": "a",
+            "corpus": "mix",
+            "lever": "van",
+            "k": 0,
+            "output_tok_per_s": v,
+            "valid": True,
+        }
+        for pos, v in (("start", 100.0), ("end", 100 * math.exp(0.08)))
+    ]
+    drift = session_drift(pd.DataFrame(anchors))[0]  # band |ln(end / start)| = 8.0 %  # fmt: skip
+    wide = final_levers(one, drift, equivalence=passes(one)).set_index("model")
+    assert "rerun with grid.repeats=50: at this session's drift band 8.0%" in wide.loc["a", "answer"]
     no_band = final_levers(PER_LEVER, DRIFT.iloc[0:0], equivalence=passes(PER_LEVER))
     assert "grid.anchor.enabled=true" in no_band.set_index("model").loc["a", "answer"]

@@ -65,6 +65,7 @@ def test_the_page_names_the_confidence_its_intervals_are_at(tmp_path):
     build_store(tmp_path)
     usual = render_report(load_study(tmp_path), "usual")
     corrected = render_report(load_study(tmp_path, confidence=0.962), "sequential")
-    assert "<th>90% CI low</th>" in usual and "96.2%" not in usual
-    assert "<th>96.2% CI low</th>" in corrected and "two-sided 96.2% t-interval" in corrected
+    assert "<th>selection 90% CI low</th>" in usual and "96.2%" not in usual
+    assert "<th>selection 96.2% CI low</th>" in corrected
+    assert "The selection&#x27;s intervals are at 96.2%" in corrected
     assert "<th>held-out 90% CI low</th>" in corrected  # the confirmation's own single look

@@ -25,8 +25,8 @@ def rendered(store, width=250):
 
 def test_summary_shows_the_components_per_model_and_lever_with_their_df(launch_store):
     text = rendered(launch_store)
-    assert "variance components: ln out tok/s" in text
-    assert "within-engine sd % (df)" in text and "between-session sd % (df)" in text
+    assert "variance components of smol: ln out tok/s" in text
+    assert "engine sd% (df)" in text and "session sd% (df)" in text and "missing because" in text
     van = variance_components(latest_cells(launch_store)).set_index("lever").loc["van"]
     # 24 blocks of 3 corpora on 6 launches in 2 sessions: df 24 - 3 - 1 - 4, 4, 1
     assert f"{van['sd_block']:.1%} (16)" in text and f"{van['sd_launch']:.1%} (4)" in text
