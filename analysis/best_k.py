@@ -4,7 +4,7 @@ Rule (analysis.decision.choose_smallest, the same rule as every other comparison
 let top be the K with the highest geometric mean over its repeats. The best K
 is the smallest K over which the top K is not a 'real gain' by
 analysis.decision.judge (its t-interval for top / K lies wholly above
-1 + band, band = analysis.drift.drift_band over the sessions of both; unknown
+1 + band, band = analysis.drift.band_by_lag over the sessions of both (at the comparison's lag); unknown
 drift counts as 0). So ties within noise go to the smaller K, and with fewer
 than 2 repeats nothing is a real gain: the smallest K stays. The best K is then
 judged against the top K when the tie rule moved off it, else against the
@@ -19,8 +19,8 @@ from typing import Any
 import pandas as pd
 
 from analysis.compare import compare, typed_flags
-from analysis.decision import CONFIDENCE, choose_smallest
-from analysis.drift import drift_band
+from analysis.decision import CONFIDENCE, ByLag, choose_smallest
+from analysis.drift import band_by_lag
 from analysis.medians import sessions_of
 
 GROUP = ["model", "corpus", "lever"]
@@ -33,8 +33,8 @@ def multi_k_levers(medians: pd.DataFrame) -> pd.DataFrame:
     return medians[n_k > 1]
 
 
-def _band(drift: pd.DataFrame, *rows: pd.Series) -> float:
-    return drift_band(drift, sessions_of(pd.DataFrame(list(rows))))
+def _band(drift: pd.DataFrame, *rows: pd.Series) -> ByLag:
+    return band_by_lag(drift, sessions_of(pd.DataFrame(list(rows))))
 
 
 def _geomean(row: pd.Series) -> float:

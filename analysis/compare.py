@@ -8,7 +8,8 @@ label           = 'real gain' / 'real loss' / 'within noise' / 'not judged (n<2)
                   'not judged (drift unknown)'
 beyond_drift    = the whole interval lies beyond the drift band (label is a real
                   gain or loss); None when not judged
-drift_band_rel  = the band (analysis.drift.drift_band; NaN when unknown: not judged)
+drift_band_rel  = the band as applied (analysis.drift.drift_band, or band_by_lag at the
+                  comparison's lag; NaN when unknown: not judged)
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.decision import CONFIDENCE, GAIN, LOSS, Repeat, judge
+from analysis.decision import CONFIDENCE, GAIN, LOSS, Band, Repeat, judge
 
 FLAGS = ("beyond_drift", "paired")
 JUDGEMENT_COLUMNS = ["rel_diff", "ci_lo", "ci_hi", "n_value", "n_reference", "paired", "label",
@@ -27,7 +28,7 @@ JUDGEMENT_COLUMNS = ["rel_diff", "ci_lo", "ci_hi", "n_value", "n_reference", "pa
 
 
 def compare(
-    value: Iterable[Repeat], reference: Iterable[Repeat], band_rel: float, confidence: float = CONFIDENCE
+    value: Iterable[Repeat], reference: Iterable[Repeat], band_rel: Band, confidence: float = CONFIDENCE
 ) -> dict[str, Any]:
     """The comparison's columns (module doc) plus `verdict` in words (interval at `confidence`)."""
     j = judge(value, reference, band_rel, confidence)
@@ -40,7 +41,7 @@ def compare(
         "paired": j.paired,
         "label": j.label,
         "beyond_drift": (j.label in (GAIN, LOSS)) if j.judged else None,
-        "drift_band_rel": band_rel,
+        "drift_band_rel": j.band,  # as applied: a ByLag band at the comparison's lag
         "verdict": j.words() if not math.isnan(j.ratio) else "no reference",
     }
 

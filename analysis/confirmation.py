@@ -26,7 +26,7 @@ import pandas as pd
 
 from analysis.decision import judge
 from analysis.detectable import TARGET_POWER, detectable_gain, power, spread_of
-from analysis.drift import drift_band
+from analysis.drift import band_by_lag
 from analysis.final import FINAL_CORPUS, lever_scores
 from analysis.medians import sessions_of
 from vocab.cells import REFERENCE_LEVER
@@ -54,7 +54,7 @@ def judge_confirmation(rows: pd.DataFrame, drift: pd.DataFrame, final_corpus: st
         missing = "van" if van.empty else "the final lever"
         return {"confirmation": f"incomplete: no valid {missing} cells yet (rerun `python -m grid confirm`)"}
     final, reference = lever.iloc[0], van.iloc[0]
-    band = drift_band(drift, sessions_of(pd.DataFrame([final, reference])))
+    band = band_by_lag(drift, sessions_of(pd.DataFrame([final, reference])))
     j = judge(final["repeats"], reference["repeats"], band)
     return {
         "confirmed_x": j.ratio,

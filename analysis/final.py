@@ -33,7 +33,7 @@ import pandas as pd
 from analysis.compare import compare, typed_flags
 from analysis.decision import CONFIDENCE, NO_BAND, NOT_JUDGED, geomean_repeats, judge
 from analysis.detectable import MAX_REPEATS, TARGET_POWER, repeats_for
-from analysis.drift import drift_band
+from analysis.drift import band_by_lag
 from analysis.gate import gate_problems, latest_verdicts, parse_k_by_corpus
 from analysis.medians import sessions_of
 from analysis.power import GAIN, SIGMA_LEVER, SIGMA_VAN
@@ -93,7 +93,7 @@ def walk(scores: pd.DataFrame, drift: pd.DataFrame, confidence: float = CONFIDEN
     ordered = sorted(scores.itertuples(index=False), key=lambda r: _stage_rank(r.lever))
     incumbent = ordered[0]
     for row in ordered[1:]:
-        band = drift_band(drift, set(row.sessions) | set(incumbent.sessions))
+        band = band_by_lag(drift, set(row.sessions) | set(incumbent.sessions))
         if judge(row.repeats, incumbent.repeats, band, confidence).real_gain:
             incumbent = row
     return pd.Series(incumbent._asdict())
@@ -137,7 +137,7 @@ def _runner_up(allowed: pd.DataFrame, van: pd.DataFrame, drift: pd.DataFrame, co
     if others.empty or van.empty:
         return "; no other lever measured"
     best = others.loc[others["score"].idxmax()]
-    band = drift_band(drift, set(best["sessions"]) | set(van["sessions"].iloc[0]))
+    band = band_by_lag(drift, set(best["sessions"]) | set(van["sessions"].iloc[0]))
     words = judge(best["repeats"], van["repeats"].iloc[0], band, confidence).words()
     label = lever_label(best["lever"], best["k"])
     return f"; no lever is a real gain over van (best other: {label}, {words})"
@@ -171,7 +171,7 @@ def final_for_model(
     van_score = float(van["score"].iloc[0]) if len(van) else math.nan
     sides = pd.DataFrame([final, van.iloc[0]]) if len(van) else pd.DataFrame([final])
     van_repeats = van["repeats"].iloc[0] if len(van) else ()
-    result = compare(final["repeats"], van_repeats, drift_band(drift, sessions_of(sides)), confidence)
+    result = compare(final["repeats"], van_repeats, band_by_lag(drift, sessions_of(sides)), confidence)
     speedup = result["rel_diff"] + 1.0 if len(van) else math.nan
     label = lever_label(final["lever"], final["k"])
     return {

@@ -45,3 +45,17 @@ def test_an_unpaired_comparison_takes_the_whole_session_and_says_session_when_it
 def test_unknown_drift_fails_closed_through_the_lag_band():
     j = judge(LEVER, VAN, band_by_lag(drift_of([100.0, 101.0], "other"), {"s"}))
     assert j.label == NO_BAND
+
+
+def test_the_study_path_judges_a_paired_lever_at_its_lag():
+    """analysis.final's walk and analysis.compare take the band at the comparison's lag, as the tune does."""
+    from analysis.compare import compare
+    from analysis.final import walk
+
+    scores = pd.DataFrame(
+        [{"lever": "van", "k": 0, "sessions": ("s",), "repeats": tuple(VAN)},
+         {"lever": "suffix", "k": 8, "sessions": ("s",), "repeats": tuple(LEVER)}]
+    )  # fmt: skip
+    assert walk(scores, DRIFT)["lever"] == "suffix"
+    row = compare(LEVER, VAN, band_by_lag(DRIFT, {"s"}))
+    assert row["label"] == GAIN and row["drift_band_rel"] == band_by_lag(DRIFT, {"s"})(0.2)
