@@ -6,7 +6,8 @@
 # part `crosscheck`: harness vs `vllm bench serve` on one engine;
 # part `levers` (issue 37 item 8): the crosscheck's lever mode, suffix and bestkpad K=8 on fresh launches
 # (CROSSCHECK_LAUNCHES per lever, 1; CROSSCHECK_ROUNDS pairs each, 2; CROSSCHECK_FIRST_LAUNCH=2 goes on in a
-# later call), the gpu_validate load (32 warm-up + 160, c=32, 1,024 tokens, greedy, EOS), $OUT/crosscheck-levers.json;
+# later call), the gpu_validate load (c=32, 1,024 tokens, greedy, EOS) with 32 warm-up + 4 slices of LEVERS_PROMPTS (144:
+# code_complete holds 625 at this cap, 4 x 160 do not fit), $OUT/crosscheck-levers.json;
 # part `sessions` (issue 29 item 7): suffix K=8, bestkpad K=8 and dynk (K in {4,6,8}) on shared launches,
 # SESSIONS_REPEATS (8) blocks of code_complete over 2 launches, then each lever's repeat-0 cell on a
 # launch of its own (a second store, $HOME/store-sessions-fresh) to compare acceptance with the reset engine;
@@ -45,7 +46,7 @@ case $part in
   levers) CROSSCHECK_LEVERS=${CROSSCHECK_LEVERS:-suffix,bestkpad} CROSSCHECK_ROUNDS=${CROSSCHECK_ROUNDS:-2} \
       CROSSCHECK_LAUNCHES=${CROSSCHECK_LAUNCHES:-1} CROSSCHECK_BUDGET_S=${CROSSCHECK_BUDGET_S:-$STEP_TIMEOUT_S} \
       CROSSCHECK_OVERRIDES="experiment=gpu_validate paths.data_dir=.gpu/data grid.corpora=[code_complete] \
-      load.num_prompts=160 load.warmup_requests=32 load.max_tokens=1024 load.ignore_eos=false $*" \
+      load.num_prompts=${LEVERS_PROMPTS:-144} load.warmup_requests=32 load.max_tokens=1024 load.ignore_eos=false $*" \
       timeout $STEP_TIMEOUT_S python3 -m benchmarks.crosscheck_levers | tee $OUT/crosscheck-levers.txt ;;
   sessions) shared="experiment=gpu_validate paths.data_dir=.gpu/data grid.levers=[suffix,bestkpad,dynk]
       +grid.ks.bestkpad=[8] +grid.ks.dynk=[8] +lever.dynk.dynamic_ks=[4,6,8] grid.corpora=[code_complete]"
