@@ -42,3 +42,16 @@ def test_bad_input_is_one_line(capsys):
     assert "sd_launch must be a finite number >= 0" in capsys.readouterr().out
     assert main(["--start-s", "1", "--block-s", "1", "--half-width", "0.1"]) == 2
     assert "give --sd-launch and --sd-block" in capsys.readouterr().out
+
+
+def test_the_sds_come_from_the_store_s_variance_components(tmp_path, capsys):
+    from tests.unit.analysis.launch_store import Design, write_store
+
+    store = write_store(tmp_path / "store", Design(sd_launch=0.10, sd_block=0.02, launches=4, blocks=4))
+    argv = ["--store", str(store), "--model", "smol", "--levers", "van", "suffix", "--start-s", "120",
+            "--block-s", "30", "--half-width", "0.1"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "sd_launch" in out and "van k0" in out and "suffix k8" in out and "launches per side x" in out
+    assert main([*argv[:4], "nope", *argv[6:]]) == 2  # no such lever: one line, no split
+    assert "no variance components for ['nope']" in capsys.readouterr().out
