@@ -32,6 +32,7 @@ then a change like any other, kept only when it beats the incumbent.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ from analysis.decision import (
     geomean_repeats,
     judge,
 )
-from analysis.drift import band_by_lag, drift_band
+from analysis.drift import band_by_lag
 from analysis.gate import gate_problems, latest_verdicts
 from analysis.stats import geometric_mean
 
@@ -177,13 +178,16 @@ def score(medians: pd.DataFrame, config: LeverConfig, final_corpus: str) -> tupl
 def band_for(drift: pd.DataFrame, sessions: set[str], rules: TuneRules) -> tuple[Band, str]:
     """The drift band as lag -> band (NaN when unknown: nothing is judged, the rule fails closed),
     and its words at lag 1 (the whole session)."""
-    band = drift_band(drift, sessions) if sessions and not drift.empty else math.nan
+    # Remembered per lag: judge, the band's words and best K's ties ask it again and again, each
+    # time a pass over the drift table (most of a simulated tune's time, procedure_power).
+    of_lag = functools.cache(band_by_lag(drift, sessions).of_lag) if sessions and not drift.empty else None
+    band = of_lag(1.0) if of_lag is not None else math.nan  # drift_band(drift, sessions)
     if math.isnan(band):
         return (
             math.nan,
             "drift unknown (a missing or INVALID anchor run, or sessions without a common anchor)",
         )
-    return band_by_lag(drift, sessions), f"drift band {band:.1%}"
+    return ByLag(of_lag), f"drift band {band:.1%}"
 
 
 def band_words(band: Band, j: Judgement) -> str:

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import itertools
 import math
 import multiprocessing
 import os
@@ -54,7 +55,7 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
-from analysis.drift import DRIFT_COLUMNS, session_drift
+from analysis.drift import DRIFT_COLUMNS, session_drift, trend
 from analysis.equivalence import FAIL, PASS
 from analysis.equivalence_power import H200_INDEPENDENT, Floor, draw_verdicts
 from analysis.medians import MEDIAN_COLUMNS, lever_medians
@@ -173,7 +174,10 @@ class SimulatedTune(Tune):
     rows: list[dict] = field(default_factory=list)
     sessions_run: int = 0
     repeats: int = 3  # grid.repeats of every stage
-    anchors: dict[str, dict[str, float]] = field(default_factory=dict)  # session -> start / end tok/s
+    anchors: dict[str, dict[str, float]] = field(default_factory=dict)  # session -> position -> tok/s
+    # grid.anchor.runs: the anchor's runs per session, evenly across it (start, mid1.., end): with 3 or
+    # more the band is the anchors' trend (analysis.drift), with 2 their difference.
+    anchor_runs: int = 2
     gate: GateModel | None = None  # None: the gate is off (module doc)
     launches: int = 0  # engine launches of measured cells (each serves every corpus of its repeat)
     solo_launches: int = 0  # launches of one cell: the anchors, and van's replicates with the gate on
@@ -200,9 +204,10 @@ class SimulatedTune(Tune):
         n_runs = repeats * len(specs) * len(corpora)
         offset = self.rng.normal(0.0, self.noise.session)
         drift = self.rng.normal(0.0, self.noise.drift)
-        anchor = self.rng.normal(0.0, self.noise.van, 2)
+        runs = self.anchor_runs
+        anchor = self.rng.normal(0.0, self.noise.van, runs)
         if self.noise.launch > 0:  # each anchor run is a launch of its own
-            anchor = anchor + self.rng.normal(0.0, self.noise.launch, 2)
+            anchor = anchor + self.rng.normal(0.0, self.noise.launch, runs)
         keys = set()
         j = 0
         for r in range(repeats):
@@ -233,8 +238,10 @@ class SimulatedTune(Tune):
                         }
                     )
         self.launches += repeats * len(specs)
-        self.solo_launches += 2
-        for position, t, e in (("start", 0.0, anchor[0]), ("end", 1.0, anchor[1])):
+        self.solo_launches += runs
+        positions = ["start", *(f"mid{i}" for i in range(1, runs - 1)), "end"]
+        for i, (position, e) in enumerate(zip(positions, anchor, strict=True)):
+            t = i / (runs - 1)
             value = BASE_TOK_PER_S * math.exp(offset + drift * t + e)
             self.anchors.setdefault(session, {})[position] = value
             self.rows.append(
@@ -295,30 +302,36 @@ class SimulatedTune(Tune):
             },
             MEDIAN_COLUMNS,
         )
-        starts = [self.anchors[s]["start"] for s in sessions]
-        ends = [self.anchors[s]["end"] for s in sessions]
-        drift = _frame(
-            {
-                "session_id": sessions,
-                "model": [self.model.name] * len(sessions),
-                "corpus": [self.cfg.corpora[0]] * len(sessions),
-                "lever": ["van"] * len(sessions),
-                "k": [0] * len(sessions),
-                "n_anchor_runs": [2] * len(sessions),
-                "anchor_start_tok_per_s": starts,
-                "anchor_end_tok_per_s": ends,
-                "anchor_mean_tok_per_s": [(a + b) / 2 for a, b in zip(starts, ends, strict=True)],
-                "drift_rel": [abs(b - a) / ((a + b) / 2) for a, b in zip(starts, ends, strict=True)],
-                "n_anchor_pairs": [1] * len(sessions),
-                "anchor_log_ss": [
-                    (math.log(b) - math.log(a)) ** 2 for a, b in zip(starts, ends, strict=True)
-                ],
-            },
-            DRIFT_COLUMNS,
-        )
+        rows = [self._drift_row(s) for s in sessions]
+        drift = _frame({name: [row[name] for row in rows] for name in DRIFT_COLUMNS}, DRIFT_COLUMNS)
         evidence = (medians, drift, self.verdicts())
         self._cache = (cache_key, evidence)
         return evidence
+
+    def _drift_row(self, session: str) -> dict[str, object]:
+        """analysis.drift.session_drift's row for one session's anchor runs (in time order)."""
+        values = list(self.anchors[session].values())
+        logs = [math.log(v) for v in values]
+        mean = sum(values) / len(values)
+        beta, se, df, bound = trend([i / (len(values) - 1) for i in range(len(values))], logs)
+        return {
+            "session_id": session,
+            "model": self.model.name,
+            "corpus": self.cfg.corpora[0],
+            "lever": "van",
+            "k": 0,
+            "n_anchor_runs": len(values),
+            "anchor_start_tok_per_s": values[0],
+            "anchor_end_tok_per_s": values[-1],
+            "anchor_mean_tok_per_s": mean,
+            "drift_rel": (max(values) - min(values)) / mean,
+            "n_anchor_pairs": len(values) - 1,
+            "anchor_log_ss": sum((b - a) ** 2 for a, b in itertools.pairwise(logs)),
+            "anchor_trend": beta,
+            "anchor_trend_se": se,
+            "anchor_trend_df": df,
+            "trend_bound": bound,
+        }
 
     def store_evidence(self, keys: set[str] | None = None) -> tuple:
         """The same tables through analysis.medians.lever_medians and analysis.drift.session_drift."""
@@ -382,10 +395,11 @@ def simulate_once(
     repeats: int,
     rng: np.random.Generator,
     gate: GateModel | None = None,
+    anchor_runs: int = 2,
 ) -> Outcome:
     """One whole tune through experiments.tune's procedure, confirm and deployment."""
     t = SimulatedTune(cfg, model, "sim", Console(quiet=True), noise=noise, effects=effects, rng=rng,
-                      repeats=repeats, gate=gate)  # fmt: skip
+                      repeats=repeats, gate=gate, anchor_runs=anchor_runs)  # fmt: skip
     final = procedure(t)
     confirmation = confirm(t, final)
     deployed, _ = deployment(t, final, confirmation)
@@ -418,8 +432,8 @@ def pool_map(fn: Callable, tasks: Sequence, workers: int = WORKERS) -> list:
 
 
 def _simulate_task(task: tuple) -> Outcome:
-    cfg, model, noise, effects, repeats, seed, gate = task
-    return simulate_once(cfg, model, noise, effects, repeats, np.random.default_rng(seed), gate)
+    cfg, model, noise, effects, repeats, seed, gate, anchor_runs = task
+    return simulate_once(cfg, model, noise, effects, repeats, np.random.default_rng(seed), gate, anchor_runs)
 
 
 @dataclass(frozen=True)
@@ -437,6 +451,7 @@ class Row:
     launches: float = math.nan  # mean engine launches per tune (+20 % scenario), anchors included
     gpu_hours: float = math.nan  # mean GPU-hours per tune (+20 %), priced as grid plan does (LaunchCosts)
     power_draws: int = 0
+    anchor_runs: int = 2
 
     @property
     def meets(self) -> bool:
@@ -457,17 +472,18 @@ def outcomes(
     cfg: TuneConfig | None = None,
     gate: GateModel | None = None,
     workers: int = WORKERS,
+    anchor_runs: int = 2,
 ) -> list[Outcome]:
     """`draws` whole tunes under `noise` with the true `effects`, at n repeats per stage, each from its
     own child of `seed`."""
     cfg = cfg or tune_config(gate=gate is not None)
     model = ModelSpec(name="sim", path="sim", quantized_variant="sim-nvfp4" if w4a4 else None)
-    tasks = [(cfg, model, noise, dict(effects), n, s, gate) for s in children(seed, draws)]
+    tasks = [(cfg, model, noise, dict(effects), n, s, gate, anchor_runs) for s in children(seed, draws)]
     return pool_map(_simulate_task, tasks, workers)
 
 
-def row_name(noise: ProcedureNoise, n: int, w4a4: bool, gate: GateModel | None) -> str:
-    return f"{noise.name} | w4a4 {w4a4} | n {n} | gate {gate.name if gate else 'off'}"
+def row_name(noise: ProcedureNoise, n: int, w4a4: bool, gate: GateModel | None, anchor_runs: int = 2) -> str:
+    return f"{noise.name} | w4a4 {w4a4} | n {n} | gate {gate.name if gate else 'off'} | anchors {anchor_runs}"
 
 
 @dataclass(frozen=True)
@@ -507,16 +523,17 @@ def procedure_row(
     workers: int = WORKERS,
     power_draws: int | None = None,
     costs: LaunchCosts | None = None,
+    anchor_runs: int = 2,
 ) -> Row:
     """The procedure's rates under `noise` at n repeats per stage, from `draws` simulated tunes where
     nothing works and `power_draws` (default: draws) per gain scenario, each scenario from a seed of
     its own (row_seed)."""
-    name = row_name(noise, n, w4a4, gate)
+    name = row_name(noise, n, w4a4, gate, anchor_runs)
     power_draws = power_draws or draws
 
     def run(scenario: str, gain: float, count: int) -> list[Outcome]:
         return outcomes(noise, _effects(gain) if gain else {}, n, count, row_seed(seed, name, scenario),
-                        w4a4, cfg, gate, workers)  # fmt: skip
+                        w4a4, cfg, gate, workers, anchor_runs)  # fmt: skip
 
     null = run("null", 0.0, draws)
     gain10, gain20 = run("+10%", 0.10, power_draws), run("+20%", 0.20, power_draws)
@@ -536,6 +553,7 @@ def procedure_row(
         float(np.mean([o.launches + o.solo_launches for o in gain20])),
         float(np.mean([costs.tune_hours(o) for o in gain20])) if costs else math.nan,
         power_draws,
+        anchor_runs,
     )
 
 
@@ -565,16 +583,17 @@ def stage_keep(
 
 def procedure_table(rows: Sequence[Row]) -> str:
     lines = [
-        "| noise | gate | w4a4 stage | n | launches per tune | GPU-h per tune | false deploy (nothing works) "
+        "| noise | gate | w4a4 stage | n | anchor runs | launches per tune | GPU-h per tune "
+        "| false deploy (nothing works) "
         "| chosen before confirmation | deploys a drafting lever at +10% | at +20% "
         "| confirmation interval covers 1.10 | meets |",
-        "|---|---|:---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "|---|---|:---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r.noise} | {r.gate} | {'yes' if r.w4a4 else 'no'} | {r.n} | {r.launches:.0f}"
-            f" | {r.gpu_hours:.1f} | {r.false_deploy:.1%} | {r.false_candidate:.1%} | {r.power_10:.1%}"
-            f" | {r.power_20:.1%} | {r.coverage:.1%} | {'yes' if r.meets else 'no'} |"
+            f"| {r.noise} | {r.gate} | {'yes' if r.w4a4 else 'no'} | {r.n} | {r.anchor_runs}"
+            f" | {r.launches:.0f} | {r.gpu_hours:.1f} | {r.false_deploy:.1%} | {r.false_candidate:.1%}"
+            f" | {r.power_10:.1%} | {r.power_20:.1%} | {r.coverage:.1%} | {'yes' if r.meets else 'no'} |"
         )
     return "\n".join(lines)
 
@@ -624,6 +643,7 @@ class RowSpec:
     n: int = 5
     w4a4: bool = False
     gate: GateModel | None = None
+    anchor_runs: int = 2
 
 
 def table_rows(repeats: int) -> list[RowSpec]:
@@ -679,6 +699,7 @@ def main(argv: list[str] | None = None) -> int:
             workers=args.workers,
             power_draws=args.power_draws,
             costs=costs,
+            anchor_runs=spec.anchor_runs,
         )
         for spec in table_rows(args.repeats)
     ]

@@ -84,14 +84,17 @@ def test_pairing_in_one_session_buys_the_power_an_offset_between_sessions_costs(
 def test_the_simulated_evidence_is_what_the_analysis_functions_read_from_the_same_rows():
     cfg = tune_config()
     t = SimulatedTune(cfg, ModelSpec(name="sim", path="sim"), "sim", Console(quiet=True),
-                      noise=H200_5, rng=np.random.default_rng(1), repeats=3)  # fmt: skip
+                      noise=H200_5, rng=np.random.default_rng(1), repeats=3, anchor_runs=5)  # fmt: skip
     procedure(t)
     fast, slow = t.evidence(), t.store_evidence()
+    assert set(fast[1]["n_anchor_runs"]) == {5}
     columns = ["corpus", "lever", "k", "n", "median", "sessions", "repeats"]
     pd.testing.assert_frame_equal(
         fast[0][columns].reset_index(drop=True), slow[0][columns].reset_index(drop=True), check_dtype=False
     )
-    drift_columns = ["session_id", "anchor_mean_tok_per_s", "drift_rel", "n_anchor_pairs", "anchor_log_ss"]
+    drift_columns = ["session_id", "anchor_mean_tok_per_s", "drift_rel", "n_anchor_pairs", "anchor_log_ss",
+                     "anchor_start_tok_per_s", "anchor_end_tok_per_s", "anchor_trend", "anchor_trend_se",
+                     "anchor_trend_df", "trend_bound"]  # fmt: skip
     pd.testing.assert_frame_equal(fast[1][drift_columns], slow[1][drift_columns], check_dtype=False)
 
 
