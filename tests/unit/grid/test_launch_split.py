@@ -53,5 +53,5 @@ def test_the_sds_come_from_the_store_s_variance_components(tmp_path, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "sd_launch" in out and "van k0" in out and "suffix k8" in out and "launches per side x" in out
-    assert main([*argv[:4], "nope", *argv[6:]]) == 2  # no such lever: one line, no split
+    assert main([*argv[:5], "nope", *argv[7:]]) == 2  # no such lever: one line, no split
     assert "no variance components for ['nope']" in capsys.readouterr().out
