@@ -10,6 +10,8 @@ beyond_drift    = the whole interval lies beyond the drift band (label is a real
                   gain or loss); None when not judged
 drift_band_rel  = the band as applied (analysis.drift.drift_band, or band_by_lag at the
                   comparison's lag; NaN when unknown: not judged)
+noise_terms     = the variance components the interval carries, each once (Judgement.noise_terms:
+                  'launch+block', or 'launch+block+session' when unpaired sides span sessions)
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from analysis.decision import CONFIDENCE, GAIN, LOSS, Band, Repeat, judge
 
 FLAGS = ("beyond_drift", "paired")
 JUDGEMENT_COLUMNS = ["rel_diff", "ci_lo", "ci_hi", "n_value", "n_reference", "paired", "label",
-                     "beyond_drift", "drift_band_rel", "verdict"]  # fmt: skip
+                     "beyond_drift", "drift_band_rel", "noise_terms", "verdict"]  # fmt: skip
 
 
 def compare(
@@ -42,6 +44,7 @@ def compare(
         "label": j.label,
         "beyond_drift": (j.label in (GAIN, LOSS)) if j.judged else None,
         "drift_band_rel": j.band,  # as applied: a ByLag band at the comparison's lag
+        "noise_terms": j.noise_terms,
         "verdict": j.words() if not math.isnan(j.ratio) else "no reference",
     }
 

@@ -34,8 +34,8 @@ from vocab.cells import REFERENCE_LEVER
 CONFIRMED = "confirmed"
 NOT_CONFIRMED = "not confirmed"
 CONFIRM_COLUMNS = ["model", "confirmed_of", "confirmed_x", "confirmed_ci_lo", "confirmed_ci_hi",
-                   "confirmed_n", "confirmed_label", "confirmation", "confirmed_power",
-                   "confirmed_prompts_seen"]  # fmt: skip
+                   "confirmed_n", "confirmed_label", "confirmed_noise_terms", "confirmation",
+                   "confirmed_power", "confirmed_prompts_seen"]  # fmt: skip
 
 
 def planned_label(final_row: Mapping[str, Any]) -> str:
@@ -62,6 +62,7 @@ def judge_confirmation(rows: pd.DataFrame, drift: pd.DataFrame, final_corpus: st
         "confirmed_ci_hi": j.hi,
         "confirmed_n": min(j.n_value, j.n_reference),
         "confirmed_label": j.label,
+        "confirmed_noise_terms": j.noise_terms,
         "confirmation": CONFIRMED if j.real_gain else NOT_CONFIRMED,
         "confirmed_power": power_words(j.ratio, j.lo, j.hi, min(j.n_value, j.n_reference), j.band),
     }

@@ -55,6 +55,7 @@ TABLE1_COLUMNS = [
     "confirmed_ci_hi",
     "confirmed_n",
     "confirmed_label",
+    "confirmed_noise_terms",
     "confirmation",
     "confirmed_power",
     "van_tok_per_s",
@@ -67,6 +68,7 @@ TABLE1_COLUMNS = [
     "n_reference",
     "label",
     "verdict",
+    "noise_terms",
 ]
 
 

@@ -41,6 +41,7 @@ TABLE1_HEADERS = {
     "confirmed_ci_hi": "held-out 90% CI high",
     "confirmed_n": "held-out n",
     "confirmed_label": "held-out label",
+    "confirmed_noise_terms": "held-out interval carries",
     "confirmation": "confirmation",
     "confirmed_power": "held-out power (what it could detect)",
     "van_tok_per_s": "van tok/s",
@@ -53,6 +54,7 @@ TABLE1_HEADERS = {
     "n_reference": "selection n van",
     "label": "selection label",
     "verdict": "selection verdict",
+    "noise_terms": "selection interval carries",
 }
 BEST_K_COLUMNS = ["model", "corpus", "lever", "best_k", "best_tok_per_s", "rule", "compared_k", "rel_diff",
                   "ci_lo", "ci_hi", "n_value", "n_reference", "label", "verdict"]  # fmt: skip
@@ -77,8 +79,10 @@ RULE_NOTE = (
     "over repeats with its two-sided t-interval on log ratios (paired by session and repeat where both "
     "sides have them, Welch otherwise); label 'real gain' / 'real loss' only when the whole interval lies "
     "beyond the drift band, 'not judged (n<2)' with fewer than 2 repeats on a side, 'not judged (drift "
-    "unknown)' without a known drift band (analysis/decision.py); n: the repeats behind it. The "
-    "selection's intervals are at {pct}."
+    "unknown)' without a known drift band (analysis/decision.py); n: the repeats behind it; 'interval "
+    "carries': the noise terms its interval holds, each once (launch+block: every repeat is a launch of "
+    "its own, so one launch's offset and one block's noise; +session when unpaired sides come from "
+    "different sessions). The selection's intervals are at {pct}."
 )
 
 

@@ -20,7 +20,7 @@ from analysis.drift import drift_band
 from analysis.repeats import CELL_FIELDS
 
 SIDE_COLUMNS = [*CELL_FIELDS, "n_a", "tok_per_s_a", "n_b", "tok_per_s_b", "ratio", "ci_lo", "ci_hi",
-                "drift_band_rel", "label", "verdict"]  # fmt: skip
+                "drift_band_rel", "noise_terms", "label", "verdict"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ def side_by_side(a: Side, b: Side, confidence: float = CONFIDENCE) -> tuple[pd.D
                 "ci_lo": judged["ci_lo"],
                 "ci_hi": judged["ci_hi"],
                 "drift_band_rel": band,
+                "noise_terms": judged["noise_terms"],
                 "label": judged["label"],
                 "verdict": judged["verdict"],
             }

@@ -293,7 +293,8 @@ def _records(table: pd.DataFrame) -> list[dict]:
 RATIO_COMPANIONS = {
     "speedup_vs_van": ("speedup_vs_van_n", "speedup_vs_van_ci_lo", "speedup_vs_van_ci_hi",
                        "speedup_vs_van_verdict"),
-    "x_van": ("x_van_n", "x_van_n_van", "x_van_ci_lo", "x_van_ci_hi", "x_van_label", "x_van_verdict"),
+    "x_van": ("x_van_n", "x_van_n_van", "x_van_ci_lo", "x_van_ci_hi", "x_van_label", "x_van_verdict",
+              "x_van_noise_terms"),
 }  # fmt: skip
 EXPORT_COLUMNS = [
     "label",
@@ -352,7 +353,11 @@ def x_van_columns(frame: pd.DataFrame) -> pd.DataFrame:
             dict.fromkeys(columns)
             if j is None
             else dict(
-                zip(columns, (j.ratio, j.n_value, j.n_reference, j.lo, j.hi, j.label, j.words()), strict=True)
+                zip(
+                    columns,
+                    (j.ratio, j.n_value, j.n_reference, j.lo, j.hi, j.label, j.words(), j.noise_terms),
+                    strict=True,
+                )
             )
         )
     return pd.DataFrame(rows, index=frame.index, columns=columns)

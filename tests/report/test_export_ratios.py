@@ -152,3 +152,17 @@ def test_every_report_table_with_a_ratio_has_its_companions(synthetic_store, lau
         page = render_report(load_study(store), "ratios")
         assert report_ratio_problems(page) == []
     assert report_ratio_problems("<table><tr><th>x over van</th></tr></table>") != []
+
+
+def test_each_interval_says_which_noise_terms_it_carries(synthetic_store, tmp_path, capsys):
+    out = io.StringIO()
+    export(latest_cells(synthetic_store), "json", out)
+    best = next(c for c in json.loads(out.getvalue())["cells"] if c["lever"] == "bestkpad" and c["k"] == 8)
+    assert best["x_van_noise_terms"] == "launch+block"  # paired within one session
+    write_side(tmp_path / "a", SA, 1.0)
+    write_side(tmp_path / "b", SB, 1.2)
+    assert main(["compare", f"stores=[{tmp_path / 'a'},{tmp_path / 'b'}]", "format=json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {r["noise_terms"] for r in rows} == {"launch+block+session"}  # two sessions, unpaired
+    page = render_report(load_study(synthetic_store), "t")
+    assert "<th>selection interval carries</th>" in page and "<td>launch+block</td>" in page
