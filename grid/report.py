@@ -10,11 +10,15 @@ to <store>/reports/store.html.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 
 from analysis.decision import CONFIDENCE
 from grid.compose import check_run_mode, compose_config, names_a_grid
 from grid.expand import to_config
+from grid.ledger import DAMAGED, DONE, FAILED, INTERRUPTED, INVALID, PENDING, Ledger, build_ledger
 from store.atomic import write_atomic
 from store.layout import StoreLayout
 from vocab.errors import GridError
@@ -50,6 +54,8 @@ def _write_report(overrides: list[str]) -> tuple[Path, list[str]]:
     else:  # `paths.store` alone: every cell the store holds, on a page of its own
         name, record, keys, confidence = STORE_PAGE, None, None, CONFIDENCE
     study = load_study(root, cell_keys=keys, confirmation_record=record, confidence=confidence)
+    # The cells' states as run and status count them (grid/ledger.py), first among the page's notes.
+    study = replace(study, notes=[state_line(build_ledger(root), keys), *study.notes])
     path = StoreLayout(root).report_file(name)
     if study.measured.empty and path.exists():
         # Most often the run's overrides were left off (every result-affecting setting is in a
@@ -62,6 +68,20 @@ def _write_report(overrides: list[str]) -> tuple[Path, list[str]]:
     page = render_report(study, f"lever-grid: {name if keys is not None else f'every cell of {root}'}")
     write_atomic(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
     return path, [n for n in study.notes if n.startswith(("left out", "not used"))]
+
+
+def state_line(ledger: Ledger, keys: Collection[str] | None) -> str:
+    """'cells: done 30 (VALID), invalid 1 (left out of every figure), ...' in grid/ledger.py's states,
+    over the experiment's cells (`keys`) or every cell the store holds (None: no pending count)."""
+    keys = list(ledger.states) if keys is None else list(keys)
+    counts = Counter(ledger.status(k) for k in keys)
+    return (
+        f"cells: done {counts[DONE]} (VALID), invalid {counts[INVALID]} (measured, a validity gate "
+        f"failed: left out of every figure), failed {counts[FAILED]}, interrupted {counts[INTERRUPTED]}, "
+        f"damaged {counts[DAMAGED]}"
+        + (f", pending {counts[PENDING]}" if counts[PENDING] else "")
+        + " (grid/ledger.py's states, as run and status count them)."
+    )
 
 
 def report(overrides: list[str]) -> int:

@@ -126,3 +126,17 @@ def test_the_variance_table_fits_80_columns_and_keeps_missing_because(tmp_path, 
     assert len(rows) == 4 and all(len(row) == 7 for row in rows)  # config ... missing because
     if design.launches == 1:
         assert all("one launch per session" in row[-1] for row in rows)
+
+
+def test_the_page_counts_cells_by_the_ledgers_states(synthetic_store, tmp_path, capsys):
+    """Issue 38 item 1's one definition of a cell's state (grid/ledger.py) heads the page's notes."""
+    import shutil
+
+    from grid.__main__ import main
+    from store.layout import StoreLayout
+
+    store = shutil.copytree(synthetic_store, tmp_path / "store")
+    assert main(["report", f"paths.store={store}"]) == 0
+    text = text_of(StoreLayout(store).report_file("store").read_text())
+    line = re.search(r"cells: done (\d+) \(VALID\), invalid 1 \(measured, a validity gate failed", text)
+    assert line and int(line.group(1)) > 30 and "failed 0, interrupted 0, damaged 0" in text
