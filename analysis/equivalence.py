@@ -131,6 +131,13 @@ def judge(lever: Comparison, floor: Comparison | None, cfg: EquivalenceConfig) -
         needed = floor.exact_match_rate - cfg.max_exact_match_drop
         basis = f"van vs van {floor.exact_match_rate:.1%} - {cfg.max_exact_match_drop:.1%}"
     else:
+        # No floor: only zero disagreement over enough prompts is evidence; a missing floor excuses nothing.
+        if lever.n_prompts < cfg.min_prompts:
+            return Verdict(
+                NO_REFERENCE,
+                f"{lever.n_prompts} prompts in common with van and no second van run for a noise floor: "
+                f"needs >= {cfg.min_prompts} (gates.equivalence.min_prompts), every output matching",
+            )
         needed = cfg.min_exact_match_without_floor
         basis = "no second van run for a noise floor"
     outcome = PASS if rate >= needed - 1e-12 else FAIL

@@ -451,24 +451,25 @@ class EquivalenceConfig:
     # The paired non-inferiority gate (analysis/equivalence.py: judge_paired):
     # a lossless lever passes only when the upper one-sided (1 - alpha) bound on
     # d = (share of prompts whose output the lever changed) - (share van's
-    # replicate changed) lies below this margin, a share of prompts (0.10: ten
-    # points). Why ten: on an H200 van's own rerun changes 32-65% of greedy bf16
-    # outputs over 1,024 tokens, and that share moves by about ten points from
-    # run to run on the same corpus (van against van matched 58-68%); a lever
-    # within ten points of its session's floor changes outputs no more than
-    # rerunning van does. Tighter cannot be shown with the prompts a grid sends:
-    # at ~50% discordance a lever identical to van needs 136 prompts to be able
-    # to pass at ten points, 541 at five (equivalence.prompts_needed). A lever
-    # ten points worse than the floor passes at most alpha of the time at any n
-    # (`python -m analysis.equivalence_power`). The margin excuses nothing where
-    # there is no noise: on a deterministic floor (the replicate matches van
-    # everywhere, float32 on the CPU) any changed output fails.
+    # replicate changed) lies below the margin: this (0.10: ten points), widened
+    # where the prompts are too few for a lever identical to van to pass
+    # identical_pass_rate of the time at the replicate's own changed share
+    # (applied_margin; 36 points at 46 prompts on a floor changing half of
+    # outputs, 19 at 160, ten from ~550). Why ten at most: on an H200 van's own
+    # rerun changes 32-65% of greedy bf16 outputs over 1,024 tokens, and that
+    # share moves by about ten points from run to run on the same corpus; a
+    # lever within ten points of its session's floor changes outputs no more
+    # than rerunning van does. A lever at the margin applied passes at most
+    # alpha of the time (`python -m analysis.equivalence_power`). The margin
+    # excuses nothing where there is no noise: on a deterministic floor (the
+    # replicate matches van everywhere, float32 on the CPU) any changed output
+    # fails.
     noninferiority_margin: float = ranged(0.10, 0, 1, lo_open=True, hi_open=True)
     # Fewer prompts in common than this is no evidence either way (no_reference,
-    # never a pass). 25 is prompts_needed(0 discordant, margin 0.10, alpha 0.05):
-    # below it the bound for a lever that matches van everywhere, z^2 / (n + z^2),
-    # is >= 0.10, so nothing identical to van could pass. A noisier floor needs
-    # more; judge_paired then says no_reference with the count it needs.
+    # never a pass), with a replicate or without one (then every output must
+    # match). 25: at the configured margin, prompts_needed(0 discordant, 0.10,
+    # alpha 0.05), the first n at which a lever that changed nothing could clear
+    # ten points; cpu_small sends 25.
     min_prompts: int = ranged(25, 1)
     # One-sided: the bound is a (1 - alpha) upper confidence bound (Tango's score).
     # 0.04, not 0.05: the score bound's coverage is approximate, and at 0.05 a

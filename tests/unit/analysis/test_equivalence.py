@@ -62,6 +62,9 @@ def test_without_a_floor_every_output_must_match():
     assert judge(comp(32, 32), None, CFG).verdict == PASS
     assert judge(comp(32, 31), None, CFG).verdict == FAIL
     assert judge(comp(0, 0), None, CFG).verdict == NO_REFERENCE
+    # A missing floor is never a pass for lack of evidence: a few matching prompts are not enough.
+    few = judge(comp(CFG.min_prompts - 1, CFG.min_prompts - 1), None, CFG)
+    assert few.verdict == NO_REFERENCE and "no second van run" in few.reason
 
 
 def test_topk_agreement_and_kl_by_hand():
