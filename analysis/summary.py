@@ -158,7 +158,7 @@ def _x_van_cell(row: object) -> str:
     text = _fmt(getattr(row, "speedup_vs_van", None), 2)
     if text == "-":
         return text
-    return text + (" n=1 INVALID" if getattr(row, "valid", True) is False else " n=1")
+    return text + " n=1 not judged" + (" INVALID" if getattr(row, "valid", True) is False else "")
 
 
 def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[str] | None = None) -> None:

@@ -166,3 +166,14 @@ def test_each_interval_says_which_noise_terms_it_carries(synthetic_store, tmp_pa
     assert {r["noise_terms"] for r in rows} == {"launch+block+session"}  # two sessions, unpaired
     page = render_report(load_study(synthetic_store), "t")
     assert "<th>selection interval carries</th>" in page and "<td>launch+block</td>" in page
+
+
+def test_the_console_cells_table_says_one_pair_is_not_judged(synthetic_store):
+    from rich.console import Console
+
+    from analysis.summary import render
+
+    out = io.StringIO()
+    render(latest_cells(synthetic_store), Console(file=out, width=250))
+    text = out.getvalue()
+    assert "│ 1.20 n=1 not judged │" in text  # bestkpad K4 on chat over van, repeat 0: one pair
