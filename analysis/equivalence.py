@@ -18,28 +18,34 @@ prompt: did the lever change van's output, did the replicate? The measure is
 estimated from the discordant prompts on the same prompts (floor_only -
 lever_only) / n. The lever passes only when an upper one-sided (1 - alpha)
 confidence bound on d (Tango's score interval for paired proportions, 1998)
-lies below cfg.noninferiority_margin: a pass is evidence that the lever changes
-at most that many more outputs than van's rerun does, not absence of evidence
-against it. Where the replicate matched van on every prompt (a deterministic
-engine, e.g. float32 on the CPU) any output the lever changed fails it, however
-small the share. Fewer than cfg.min_prompts prompts, or too few for even a lever
-identical to van to pass at the floor's discordance (prompts_needed), is
-no_reference; a bound above the margin otherwise fails. Neither is ever a pass.
+lies below the margin applied (applied_margin): a pass is evidence that the
+lever changes at most that many more outputs than van's rerun does, not absence
+of evidence against it. Where the replicate matched van on every prompt (a
+deterministic engine, e.g. float32 on the CPU) any output the lever changed
+fails it, however small the share. Fewer than cfg.min_prompts prompts, or too
+few for even a lever identical to van to pass at the floor's discordance
+(prompts_needed), is no_reference; a bound above the margin otherwise fails.
+Neither is ever a pass.
 
-The margin is 10 points (vocab/schema.py, EquivalenceConfig): van's own rerun
-on an H200 changes 32-65% of greedy bf16 outputs over 1,024 tokens and that
-share moves by about ten points from run to run (58-68% matched on one corpus),
-so a lever within ten points of its session's floor changes outputs no more
-than rerunning van does; five points would need ~540 prompts for an identical
-lever to be able to pass at ~50% discordance, ten need 136 (prompts_needed), and
-25 on a deterministic floor (min_prompts).
+The margin is calibrated on the engine's own non-determinism. An identical
+lever's d has standard error about sqrt(D / n), D its discordance with the
+replicate (up to 1/2 where runs change half of outputs independently), so a
+gate that passes it 95% of the time and fails a lever at the margin 95% of the
+time needs a margin of about (z_alpha + z_0.95) sqrt(D / n): 36 points at 46
+prompts, 19 at 160, 10 only from ~550. The margin applied is
+cfg.noninferiority_margin (10 points: van's own rerun on an H200 changes 32-65%
+of greedy bf16 outputs over 1,024 tokens and that share moves by about ten
+points from run to run, so a lever within ten points of its floor changes
+outputs no more than rerunning van does), widened to that width at the
+discordance the replicate's own changed share allows (applied_margin).
 analysis/equivalence_power.py measures the gate's pass and catch rates by
 simulation (`python -m analysis.equivalence_power`).
 
 With no second van run to measure the floor from (judge, floor None), the gate
 asks for exact_match_rate >= min_exact_match_without_floor (1.0 by default:
 float32 on CPU is deterministic, so a lossless lever must match every output
-there). judge's unpaired rule with a floor (exact_match_rate >= the floor's -
+there) over at least cfg.min_prompts prompts, else no_reference: a missing
+floor never passes a lever for lack of evidence. judge's unpaired rule with a floor (exact_match_rate >= the floor's -
 max_exact_match_drop) is absence of evidence, kept for callers holding two
 unpaired comparisons; grid/verdicts.py judges every lever that has a replicate
 by the paired gate.

@@ -114,13 +114,11 @@ def outcome_probabilities(floor: Floor, excess: float) -> tuple[float, float, fl
 _VERDICTS: dict[tuple[object, ...], str] = {}
 
 
-def judged(n_prompts: int, lever_only: int, floor_only: int, both: int, cfg: EquivalenceConfig) -> str:
-    """judge_paired's verdict on these counts, remembered."""
-    key = (*astuple(cfg), n_prompts, lever_only, floor_only, both)
+def judged(counts: tuple[int, int, int, int], cfg: EquivalenceConfig, cfg_key: tuple[object, ...]) -> str:
+    """judge_paired's verdict on (n prompts, lever only, replicate only, both), remembered per cfg_key."""
+    key = (cfg_key, counts)
     if key not in _VERDICTS:
-        _VERDICTS[key] = judge_paired(
-            paired_from_counts(n_prompts, lever_only, floor_only, both), cfg
-        ).verdict
+        _VERDICTS[key] = judge_paired(paired_from_counts(*counts), cfg).verdict
     return _VERDICTS[key]
 
 
@@ -149,7 +147,11 @@ def draw_verdicts(
         )
     probabilities = outcome_probabilities(floor, min(excess, room))
     counts = rng.multinomial(n_prompts, probabilities, size=draws)
-    return np.array([judged(n_prompts, a, b, c, cfg) for a, b, c, _ in counts.tolist()], dtype=object)
+    # Distinct counts are few next to the draws: judge each once (astuple deep-copies: once per call).
+    distinct, inverse = np.unique(counts[:, :3], axis=0, return_inverse=True)
+    cfg_key = astuple(cfg)
+    verdicts = [judged((n_prompts, a, b, c), cfg, cfg_key) for a, b, c in distinct.tolist()]
+    return np.array(verdicts, dtype=object)[inverse.reshape(-1)]
 
 
 def draw_passes(
