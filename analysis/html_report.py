@@ -244,13 +244,19 @@ def render_report(study: Study, title: str) -> str:
         "<p class='note'>Smallest K over which the top K is no real gain (ties within noise go to the "
         "smaller K); interval and label: best K vs the other.</p>",
         table_html(study.best_k, BEST_K_COLUMNS),
-        _figure(figures.best_k_heatmap(study.best_k), "Figure 2"),
+        _figure(figures.best_k_heatmap(study.best_k), "Figure 2")
+        if not study.best_k.empty
+        else "<p class='note'>Figure 2 (best K per model x corpus) is not drawn: no lever was swept over "
+        "several K.</p>",
         "<h2>Drift: anchor runs per session</h2>",
         "<p class='note'>drift_rel = (max - min) / mean of the session's valid anchor runs; a comparison's "
         "band is the root mean square of the log differences of every anchor pair of its sessions, or the "
         "spread of their anchor means if larger (analysis/drift.py).</p>",
         table_html(study.drift, DRIFT_COLUMNS),
-        _figure(figures.anchor_drift(study.drift), "Figure 3"),
+        _figure(figures.anchor_drift(study.drift), "Figure 3")
+        if not study.drift.empty
+        else "<p class='note'>Figure 3 (anchor throughput per session) is not drawn: no anchor runs in "
+        "these sessions.</p>",
         *launch_sections(study.measured),
         "<h2>Sessions</h2>",
         _folded(

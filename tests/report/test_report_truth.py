@@ -70,7 +70,11 @@ def test_figure_1_draws_nothing_when_every_final_lever_is_van(study):
     van_only = study.measured[study.measured["lever"] == "van"]
     page = render_report(analyse(van_only, study.anchors, study.sessions), "t")
     assert "Figure 1 (x over van per model) is not drawn: every model&#x27;s final lever is van" in page
-    assert page.count(IMAGE) == 2  # Figures 2 and 3 only
+    assert page.count(IMAGE) == 1  # Figure 3 only: van alone sweeps no K either
+    assert "Figure 2 (best K per model x corpus) is not drawn: no lever was swept" in page
+    no_anchors = render_report(analyse(study.measured, study.anchors.iloc[0:0], study.sessions), "t")
+    assert "Figure 3 (anchor throughput per session) is not drawn: no anchor runs" in no_anchors
+    assert no_anchors.count(IMAGE) == 1  # Figure 2; with the drift unknown nothing is a gain: no Figure 1
     assert render_report(study, "t").count(IMAGE) == 3
 
 
