@@ -75,18 +75,19 @@ def test_plan_then_run_of_the_readme_measure_the_users_trace(tmp_path):
     assert plan.returncode == 0, plan.stdout[-3000:] + plan.stderr[-3000:]
     # The preflight read the trace: its 40 distinct prompts, none too long, nothing repeated.
     row = next(line for line in plan.stdout.splitlines() if line.strip("│ ").startswith("support"))
-    assert [cell.strip() for cell in row.strip("│").split("│")] == ["support", "40", "4", "25", "0", "0", "0"]
+    assert [cell.strip() for cell in row.strip("│").split("│")] == ["support", "40", "4", "36", "0", "0", "0"]
     assert not store.exists() or not list(store.rglob("manifest.json")), "plan wrote cells"
 
     result = run_lines(lines)
     output = result.stdout + result.stderr
+    # rc 0 only for a VALID cell (issue 38: an INVALID one is not done, and the run exits 1).
     assert result.returncode == 0, output[-4000:]
-    assert "done 1, failed 0" in output, output[-4000:]
+    assert "done 1, failed 0, invalid 0" in output, output[-4000:]
     found, problems = attempts(store)
     assert not problems and [a.status for a in found] == ["ok"], (found, problems)
     requests = pd.concat(pd.read_parquet(path) for path in ok_files(store, "requests.parquet"))
     measured = requests[requests["phase"] == "measure"]
-    assert len(measured) == 25 and measured["error_type"].isna().all()
+    assert len(measured) == 36 and measured["error_type"].isna().all()
     assert (measured["completion_tokens"] > 0).all()
     # Every prompt sent is one of the trace's tickets, and the cell is the user's model on the trace.
     ticket_ids = {json.loads(line)["id"] for line in TRACE.read_text().splitlines()}
