@@ -180,7 +180,9 @@ class Tune:
         if code >= 128:  # Ctrl-C or SIGTERM: the run stopped cleanly; the tune stops with its code
             raise SystemExit(code)
         if code != 0:
-            raise GridError(f"tune stage {name} left failed cells; rerun the same command to resume")
+            raise GridError(
+                f"tune stage {name} left cells failed or INVALID; rerun the same command to resume"
+            )
         return keys
 
     def measure(self, name: str, incumbent: LeverConfig, *candidates: LeverConfig) -> set[str] | None:

@@ -36,6 +36,7 @@ def test_two_real_engines_run_side_by_side(tmp_path):
             "load.concurrency=2",
             "load.max_tokens=16",
             "gates.equivalence.probe_prompts=0",
+            "run.keep_invalid=true",  # 4 prompts fill no window: INVALID, and not what is tested
             # Only the two launches under test: no drift-anchor launches before and after.
             "grid.anchor.enabled=false",
         ],

@@ -148,6 +148,7 @@ def test_engine_core_killed_during_the_measured_load_fails_the_cell_which_is_ret
         "load.concurrency=4",
         "gates.min_window_s=1",
         "gates.min_requests=2",
+        "run.keep_invalid=true",  # the failure and its retry, not the gates: INVALID must not exit 1
         "run.max_attempts=2",
     ]
     code = run(overrides, console)
