@@ -190,7 +190,12 @@ def launch_sections(measured: pd.DataFrame) -> list[str]:
 
 def _answers(study: Study) -> str:
     if study.final.empty:
-        return "<p>No cells measured yet.</p>"
+        if study.measured.empty:
+            return "<p>No cells measured yet.</p>"
+        return (
+            f"<p>No answer: none of the {len(study.measured)} measured cells is VALID (each INVALID one is "
+            "named in the notes with its reasons).</p>"
+        )
     answers = study.final.get("answer", pd.Series(dtype=object)).dropna()
     held_out = {r["model"]: confirmation_words(r) for r in study.confirmation.to_dict("records")}
     items = "".join(

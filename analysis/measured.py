@@ -63,7 +63,7 @@ def _load_of(config_json: object) -> dict:
 def load_rows(measured: pd.DataFrame) -> pd.DataFrame:
     """Per model x corpus: the load its cells ran (from each cell's own config_json and columns)."""
     columns = ["model", "corpus", "measured prompts", "warm-up requests", "concurrency", "max_tokens",
-               "ignore_eos", "cells", "window s (median)"]  # fmt: skip
+               "ignore_eos", "cells (VALID or not)", "window s (median)"]  # fmt: skip
     if measured.empty:
         return pd.DataFrame(columns=columns)
     rows = []

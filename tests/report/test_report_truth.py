@@ -144,3 +144,11 @@ def test_the_page_counts_cells_by_the_ledgers_states(synthetic_store, tmp_path, 
     text = text_of(StoreLayout(store).report_file("store").read_text())
     line = re.search(r"cells: done (\d+) \(VALID\), invalid 1 \(measured, a validity gate failed", text)
     assert line and int(line.group(1)) > 30 and "failed 0, interrupted 0, damaged 0" in text
+
+
+def test_a_store_of_invalid_cells_says_so_rather_than_nothing_measured(study):
+    invalid = study.measured.assign(valid=False, invalid_reasons="window 2.1 s < 10.0 s")
+    page = render_report(analyse(invalid, study.anchors, study.sessions), "t")
+    assert (
+        f"none of the {len(invalid)} measured cells is VALID" in page and "No cells measured yet" not in page
+    )
