@@ -197,6 +197,12 @@ def status_record(
             for lease in all_leases(root)
             if name is None or lease.cell_key in keys
         ],
+        # Lease files that name no driver (garbled): a run takes each over run.lease_s after it was written.
+        "unreadable_leases": [
+            {"cell_key": bad.cell_key, "why": bad.why, "written_s_ago": round(bad.age_s, 1)}
+            for bad in unreadable_leases(root)
+            if name is None or bad.cell_key in keys
+        ],
         "cells": [
             {
                 "label": cell.label,

@@ -188,3 +188,26 @@ def test_a_garbled_lease_is_left_until_lease_s_then_taken_over_with_a_line(tmp_p
     # status names the one still unreadable, and when a run takes it over.
     assert [u.cell_key for u in unreadable_leases(store_root)] == [a.key]
     assert unreadable_leases(store_root)[0].words(60).endswith("(run.lease_s after it was written)")
+
+
+def test_status_names_a_garbled_lease(tmp_path, capsys):
+    import json as json_module
+
+    store_root = tmp_path / "store"
+    (a,) = smoke_cells()[:1]
+    path = lease_path(store_root, a.key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{not json")
+    text = io_status(["experiment=smoke", f"paths.store={store_root}"])
+    assert f"unreadable lease {a.label}: unreadable lease (" in text and "taken over " in text, text
+    status(["experiment=smoke", f"paths.store={store_root}", "format=json"])
+    record = json_module.loads(capsys.readouterr().out)
+    assert [u["cell_key"] for u in record["unreadable_leases"]] == [a.key]
+
+
+def io_status(overrides):
+    import io
+
+    out = io.StringIO()
+    assert status(overrides, Console(file=out, width=300)) == 0
+    return out.getvalue()
