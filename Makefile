@@ -67,7 +67,7 @@ crosscheck: assets ## Harness vs vllm bench serve on the CPU engine: van over 3 
 
 power: setup ## Error rates by simulation: one decision (per n repeats), the whole tune, the study's held-out figure, the equivalence gate
 	$(PY) -m analysis.power $(ARGS)
-	$(PY) -m experiments.procedure_power --draws 2000 --stage-draws 1000
+	$(PY) -m experiments.procedure_power --draws 2000 --power-draws 500 --stage-draws 400
 	$(PY) -m experiments.study_power
 	$(PY) -m experiments.sequential_power
 	$(PY) -m analysis.equivalence_power

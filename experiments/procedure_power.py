@@ -23,7 +23,9 @@ Noise model (lognormal, per run = per engine launch), per session (one tune stag
     e ~ N(0, van^2)       van and the anchor runs; N(0, lever^2) for every other lever: the run
                           to run term (with launch > 0: the block term inside one launch)
     runs in the grid's interleaved order: repeat r, then the levers (reversed on odd r), then corpora;
-    run j of N measured runs at t = (j + 1) / (N + 1)
+    run j of N measured runs at t = (j + 1) / (N + 1); the anchor's `anchor_runs` runs (grid.anchor.runs:
+    start, mid1.., end) at t = i / (anchor_runs - 1), so with 3 or more the band is their trend
+    (analysis.drift), with 2 their difference
 
 The equivalence gate: off in a row whose `gate` is None (rules.require_equivalence=false: every
 lever simulated is lossless, so these rows are about speed decisions alone); on in a row with a
@@ -647,15 +649,41 @@ class RowSpec:
 
 
 def table_rows(repeats: int) -> list[RowSpec]:
-    """The rows `make power` prints, at `repeats` per stage (and the H200 rows' larger budgets)."""
+    """The rows `make power` prints, the gate on as the tune runs it: the default noise and the H200's
+    launches at `repeats` per stage and the anchor's default 2 runs, and the H200 at the budgets that
+    issue 37 asks for (+20 %, then +10 %, deployed >= 80 %): more repeats and 9 anchor runs."""
     return [
-        RowSpec(NOISES[0], repeats),
-        RowSpec(NOISES[1], repeats),
-        RowSpec(NOISES[2], repeats),
-        RowSpec(NOISES[0], repeats, w4a4=True),
-        RowSpec(STRESS, repeats),
-        RowSpec(H200_LAUNCHES, repeats),
+        RowSpec(NOISES[0], repeats, gate=GATE_ON),
+        RowSpec(H200_LAUNCHES, repeats, gate=GATE_ON),
+        RowSpec(H200_LAUNCHES, 15, gate=GATE_ON, anchor_runs=9),
+        RowSpec(H200_LAUNCHES, 45, gate=GATE_ON, anchor_runs=9),
     ]
+
+
+def target_lines(rows: Sequence[Row]) -> list[str]:
+    """Issue 37's targets against the rows: false deploy <= 5 % everywhere; a drafting lever worth +10 %
+    (default noise) and +20 %, +10 % (the H200's launches) deployed >= 80 %, at the cheapest row that
+    does it, else the best row and how far it falls short."""
+    misses = [r for r in rows if not r.meets]
+    lines = [
+        f"target: false deploy <= {MAX_FALSE_DEPLOY:.0%} in every row: "
+        + ("met" if not misses else "NOT met: " + "; ".join(f"{r.noise} n={r.n}" for r in misses))
+    ]
+    for noise, gain in ((NOISES[0].name, 0.10), (H200_LAUNCHES.name, 0.20), (H200_LAUNCHES.name, 0.10)):
+        mine = [r for r in rows if r.noise == noise]
+        power = {0.10: lambda r: r.power_10, 0.20: lambda r: r.power_20}[gain]
+        if not mine:
+            continue
+        met = sorted((r for r in mine if power(r) >= MIN_POWER), key=lambda r: (r.gpu_hours, r.n))
+        best = met[0] if met else max(mine, key=power)
+        budget = (f"n={best.n} repeats per stage, {best.anchor_runs} anchor runs,"
+                  f" {best.launches:.0f} launches, {best.gpu_hours:.1f} GPU-h per tune")  # fmt: skip
+        verdict = "met" if met else f"NOT met, short by {MIN_POWER - power(best):.1%} at best"
+        lines.append(
+            f"target: +{gain:.0%} deployed >= {MIN_POWER:.0%} under {noise}: {verdict}"
+            f" ({power(best):.1%} at {budget})"
+        )
+    return lines
 
 
 def header(repeats: int, draws: int, power_draws: int, seed: int) -> str:
@@ -673,9 +701,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--draws", type=int, default=2000, help="simulated tunes where nothing works, per row"
     )
-    parser.add_argument("--power-draws", type=int, default=1000, help="simulated tunes per gain, per row")
+    parser.add_argument("--power-draws", type=int, default=500, help="simulated tunes per gain, per row")
     parser.add_argument("--repeats", type=int, default=5, help="grid.repeats of every stage")
-    parser.add_argument("--stage-draws", type=int, default=1000, help="draws per row of the stage table")
+    parser.add_argument("--stage-draws", type=int, default=400, help="draws per row of the stage table")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--workers", type=int, default=WORKERS, help="processes (the figures do not change)")
     args = parser.parse_args(argv)
@@ -708,10 +736,8 @@ def main(argv: list[str] | None = None) -> int:
         f"\nGPU-h: `grid plan` {' '.join(costs.overrides)}: {costs.measured_h:.4f} per launch of one"
         f" repeat's cells (both corpora), {costs.solo_h:.4f} per anchor or replicate launch"
     )
-    print(
-        f"\ntarget: false deploy <= {MAX_FALSE_DEPLOY:.0%} in every row; "
-        + ("met" if all(r.meets for r in rows) else "NOT met")
-    )
+    print()
+    print("\n".join(target_lines(rows)))
     print()
     print(stage_table(OFFSET, (3, 5, 8, 12), args.stage_draws, seed=args.seed, workers=args.workers))
     return 0

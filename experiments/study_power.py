@@ -35,7 +35,17 @@ from analysis.confirmation import CONFIRMED, judge_confirmation
 from analysis.decision import CONFIDENCE
 from analysis.final import final_levers
 from analysis.gate import parse_k_by_corpus
-from experiments.procedure_power import DRAFTING, NOISES, SEED, SimulatedTune, row_seed, tune_config
+from experiments.procedure_power import (
+    DRAFTING,
+    NOISES,
+    SEED,
+    WORKERS,
+    SimulatedTune,
+    children,
+    pool_map,
+    row_seed,
+    tune_config,
+)
 from vocab.schema import ModelSpec
 
 CORPUS = "mix"
@@ -107,12 +117,20 @@ class StudyRow:
     draws: int
 
 
-def study_row(noise: object, name: str, gain: float, repeats: int, draws: int, seed: int = SEED) -> StudyRow:
-    # Each row its own draws (the two H200 rows were the same studies, agreeing to the digit).
-    rng = np.random.default_rng(row_seed(seed, noise.name, name))  # type: ignore[attr-defined]
+def _study_task(task: tuple) -> StudyDraw:
+    noise, effects, repeats, seed = task
+    return study_once(noise, effects, repeats, np.random.default_rng(seed))
+
+
+def study_row(
+    noise: object, name: str, gain: float, repeats: int, draws: int, seed: int = SEED, workers: int = WORKERS
+) -> StudyRow:
+    """`draws` studies, each from its own child of the row's seed (row_seed: the two H200 rows were the
+    same studies, agreeing to the digit), in `workers` processes (the figures do not depend on it)."""
     effects = dict.fromkeys(DRAFTING, gain)
     truth = 1.0 + gain
-    picks = [d for d in (study_once(noise, effects, repeats, rng) for _ in range(draws))]
+    seeds = children(row_seed(seed, noise.name, name), draws)  # type: ignore[attr-defined]
+    picks = pool_map(_study_task, [(noise, effects, repeats, s) for s in seeds], workers)
     chosen = [d for d in picks if d.chosen != "van"]
 
     def share(flags: list[bool]) -> float:
