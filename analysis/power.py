@@ -165,6 +165,7 @@ def _measured(row: pd.Series) -> str:
     return (
         f"measured: {row['model']} {config_label(row['lever'], row['k'])} per-run sd, "
         f"n={row['n_blocks']} blocks on {row['n_launches']} launches, df {row['df_run']:.0f}"
+        f", 90% interval {row['sd_run_lo']:.1%}-{row['sd_run_hi']:.1%} (the repeats go as its square)"
     )
 
 

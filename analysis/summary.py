@@ -228,8 +228,10 @@ PAIR_COLUMNS = [
     Col("launch config", "left", no_wrap=False),
     Col("lever / reference", "left", no_wrap=False),
     Col("ratio [95% CI]", "left", no_wrap=False, want=16),
+    Col("interval over (df)", "left", no_wrap=False),
     Col("blocks"),
     Col("launches"),
+    Col("order effect [95% CI]", "left", no_wrap=False, want=16),
     Col("verdict", "left", no_wrap=False, want=12),
 ]
 PAIR_EXPORT_HEADERS = [*blocks.PAIR_HEADERS, "verdict"]

@@ -5,6 +5,13 @@ ln tok/s = ln base[corpus] + ln ratio[lever] + u_session + u_launch + e_block (+
 Levers in `shared` run on one launch and see the same u_launch and e_block in a block (the same
 prompts), each with its own small e_lever; so a ratio inside a block is ratio[lever] / ratio[ref]
 times exp(e_lever - e_lever'). van runs on launches of its own, with its own draws.
+
+Inside a block the levers run in ABBA order (grid/expand.py's shared_blocks: `shared`'s order in
+even blocks, reversed in odd ones), recorded as engine_cell_index. Options, all off by default:
+  sd_lever_launch  a lever x launch interaction: every lever but shared[0] draws its own
+                   N(0, sd^2) per launch, so its ratio over shared[0] moves launch to launch
+  carry            a one-sided carry-over: the cell run right after shared[0] gains exp(carry)
+  period           a period effect: a cell at position p of its block gains exp(p * period)
 """
 
 from __future__ import annotations
@@ -38,6 +45,9 @@ class Design:
     corpora: tuple[str, ...] = ("chat", "code", "mix")
     model: str = "smol"
     block_column: bool = True
+    sd_lever_launch: float = 0.0
+    carry: float = 0.0
+    period: float = 0.0
 
 
 def cells_frame(design: Design = Design(), seed: int = 0) -> pd.DataFrame:
@@ -51,15 +61,25 @@ def cells_frame(design: Design = Design(), seed: int = 0) -> pd.DataFrame:
         for g, levers in enumerate(groups):
             for launch in range(design.launches):
                 u_launch = rng.normal(0, design.sd_launch)
+                # Drawn only when asked for, so the default designs keep their draws.
+                u_lever = {}
+                if design.sd_lever_launch:
+                    u_lever = {lv: rng.normal(0, design.sd_lever_launch) for lv, _, _ in levers[1:]}
+                position = 0
                 for block in range(design.blocks):
                     corpus = design.corpora[block % len(design.corpora)]
                     e_block = rng.normal(0, design.sd_block)
+                    order = [lv for lv, _, _ in (levers if block % 2 == 0 else levers[::-1])]
                     for lever, k, ratio in levers:
                         noise = u_session + u_launch + e_block + rng.normal(0, design.sd_lever)
+                        at = order.index(lever)
+                        after_first = at > 0 and order[at - 1] == levers[0][0]
+                        noise += u_lever.get(lever, 0.0) + at * design.period + after_first * design.carry
                         row = {
                             "session_id": session,
                             "cell_key": f"{design.model}-s{s}g{g}l{launch}b{block}-{lever}",
                             "engine_launch_id": f"e{g}-{launch}",
+                            "engine_cell_index": position + at,
                             "model": design.model,
                             "corpus": corpus,
                             "lever": lever,
@@ -71,6 +91,7 @@ def cells_frame(design: Design = Design(), seed: int = 0) -> pd.DataFrame:
                         if design.block_column:
                             row["block"] = block
                         rows.append(row)
+                    position += len(levers)
     return pd.DataFrame(rows)
 
 
