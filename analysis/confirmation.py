@@ -29,6 +29,7 @@ from analysis.detectable import TARGET_POWER, detectable_gain, power, spread_of
 from analysis.drift import band_by_lag
 from analysis.final import FINAL_CORPUS, lever_scores
 from analysis.medians import sessions_of
+from analysis.power import GAIN
 from vocab.cells import REFERENCE_LEVER
 
 CONFIRMED = "confirmed"
@@ -64,31 +65,33 @@ def judge_confirmation(rows: pd.DataFrame, drift: pd.DataFrame, final_corpus: st
         "confirmed_label": j.label,
         "confirmed_noise_terms": j.noise_terms,
         "confirmation": CONFIRMED if j.real_gain else NOT_CONFIRMED,
-        "confirmed_power": power_words(j.ratio, j.lo, j.hi, min(j.n_value, j.n_reference), j.band),
+        "confirmed_power": power_words(j.lo, j.hi, min(j.n_value, j.n_reference), j.band),
     }
 
 
-def power_words(ratio: float, lo: float, hi: float, n: int, band: float) -> str:
-    """What the confirmation could detect (analysis/detectable.py), from its own interval's spread:
-    'low' when the figure shown is below the gain it finds 80 % of the time. A figure confirmed at low
-    power reads high: among equal levers, the ones whose draw ran high are the ones that clear the band."""
+def power_words(lo: float, hi: float, n: int, band: float, gain: float = GAIN) -> str:
+    """What the confirmation could detect (analysis/detectable.py), from its own interval's spread, n
+    and band: its power at a real +`gain` (the study's target, analysis.power.GAIN: +10 %) and the gain
+    it finds 80 % of the time; 'low' when that power is below 80 %. A design figure, not the power
+    at the figure shown: a confirmed figure always clears its own bar, so power computed at it says
+    nothing. At low power a confirmed figure reads high: among draws of one lever, the ones that ran
+    high are the ones that clear the band."""
     if math.isnan(band):
         return "unknown: the drift band is unknown"
     sd = spread_of(lo, hi, n)
     if math.isnan(sd):
         return f"unknown: n={n}, no interval"
     found = detectable_gain(sd, n, band)
-    at_shown = power(ratio, sd, n, band) if ratio - 1.0 > band else 0.0
+    at_gain = power(1.0 + gain, sd, n, band)
     spread = f"n={n}, sd {sd:.1%} per pair, band {band:.1%}"
-    if ratio - 1.0 >= found:
+    if at_gain >= TARGET_POWER:
         return (
-            f"{at_shown:.0%} at this figure ({spread}); it finds +{found:.1%} or more "
+            f"{at_gain:.0%} at +{gain:.0%} ({spread}); +{found:.1%} or more is found "
             f"{TARGET_POWER:.0%} of the time"
         )
     return (
-        f"low: a true {ratio - 1.0:+.1%} is found {at_shown:.0%} of the time ({spread}); "
-        f"only +{found:.1%} or more is found {TARGET_POWER:.0%} of the time, and a figure "
-        "confirmed at low power reads high"
+        f"low: a real +{gain:.0%} is found {at_gain:.0%} of the time ({spread}); only +{found:.1%} or more "
+        f"is found {TARGET_POWER:.0%} of the time, and a figure confirmed at low power reads high"
     )
 
 

@@ -95,7 +95,7 @@ def test_a_held_out_figure_at_low_power_says_so(tmp_path):
     study = load_study(store, confirmation_record=record(keys))
     llama = study.table1.set_index("model").loc["llama31_8b"]
     assert llama["confirmation"] == "confirmed" and llama["deploy"] == "bestkpad K=8"
-    assert llama["confirmed_power"].startswith("low: a true +12.6% is found 63% of the time")
+    assert llama["confirmed_power"].startswith("low: a real +10% is found 48% of the time (n=3, sd 6.2%")
     text = text_of(render_report(study, "t"))
     assert "a figure confirmed at low power reads high" in text
     # The figure over models is the held-out one, with its n; the selection's 1.26 is not summarised.
@@ -108,10 +108,13 @@ def test_a_held_out_figure_at_low_power_says_so(tmp_path):
     )
 
 
-def test_a_strong_held_out_figure_is_not_called_low_power():
-    words = power_words(1.104, 1.0989, 1.1091, 3, 0.01)
-    assert not words.startswith("low") and "finds +" in words
-    assert power_words(1.1, 1.0, 1.2, 3, math.nan).startswith("unknown")
+def test_power_is_the_designs_at_the_target_gain_not_at_the_figure_shown():
+    words = power_words(1.0989, 1.1091, 3, 0.01)  # sd 0.3 %: +10 % is found every time
+    assert words.startswith("100% at +10%") and "+1.6% or more is found 80% of the time" in words
+    assert power_words(1.0, 1.2, 3, math.nan).startswith("unknown")
+    # The same interval's width flags low power whatever figure sits inside it.
+    wide = (math.exp(0.15 - 0.12), math.exp(0.15 + 0.12))
+    assert power_words(*wide, 3, 0.01).startswith("low: a real +10% is found")
 
 
 @pytest.mark.parametrize("design", [Design(), Design(sessions=1, launches=1, blocks=6)])
