@@ -45,8 +45,9 @@ With no second van run to measure the floor from (judge, floor None), the gate
 asks for exact_match_rate >= min_exact_match_without_floor (1.0 by default:
 float32 on CPU is deterministic, so a lossless lever must match every output
 there) over at least cfg.min_prompts prompts, else no_reference: a missing
-floor never passes a lever for lack of evidence. judge's unpaired rule with a floor (exact_match_rate >= the floor's -
-max_exact_match_drop) is absence of evidence, kept for callers holding two
+floor never passes a lever for lack of evidence. judge's unpaired rule with a
+floor (exact_match_rate >= the floor's - max_exact_match_drop) is absence of
+evidence, kept for callers holding two
 unpaired comparisons; grid/verdicts.py judges every lever that has a replicate
 by the paired gate.
 
