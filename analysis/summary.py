@@ -223,8 +223,9 @@ def variance_console_rows(components: pd.DataFrame) -> dict[str, list[list[str]]
     return out
 
 
+# One table per model as for the variance components (the model in the title), so the ratio, its
+# interval, the order effect and the verdict fit 80 columns; the launch config goes first when not.
 PAIR_COLUMNS = [
-    Col("model", "left"),
     Col("launch config", "left", no_wrap=False),
     Col("lever / reference", "left", no_wrap=False),
     Col("ratio [95% CI]", "left", no_wrap=False, want=16),
@@ -273,12 +274,12 @@ def render_launch_tables(frame: pd.DataFrame, console: Console) -> None:
             print_table(console, f"variance components of {model}: ln out tok/s", VARIANCE_COLUMNS, rows)
         console.print(VARIANCE_CONSOLE_NOTE + variance.DISPLAY_NOTE, markup=False, highlight=False)
     if not pairs.empty:
-        rows = [
-            [*row, verdict]
-            for row, verdict in zip(blocks.display_rows(pairs), block_verdicts(pairs), strict=True)
-        ]
-        title = "paired by block (levers sharing a launch)"
-        print_table(console, title, PAIR_COLUMNS, rows, ["launch config"])
+        by_model: dict[str, list[list[str]]] = {}
+        for row, verdict in zip(blocks.display_rows(pairs), block_verdicts(pairs), strict=True):
+            by_model.setdefault(row[0], []).append([*row[1:], verdict])
+        for model, rows in by_model.items():
+            title = f"paired by block, {model} (levers sharing a launch)"
+            print_table(console, title, PAIR_COLUMNS, rows, ["launch config"])
         console.print(blocks.PAIR_NOTE, markup=False, highlight=False)
 
 

@@ -118,14 +118,15 @@ def test_power_is_the_designs_at_the_target_gain_not_at_the_figure_shown():
 
 
 @pytest.mark.parametrize("design", [Design(), Design(sessions=1, launches=1, blocks=6)])
-def test_the_variance_table_fits_80_columns_and_keeps_missing_because(tmp_path, design):
+def test_the_launch_tables_fit_80_columns_and_keep_missing_because(tmp_path, design):
     cells = latest_cells(write_store(tmp_path / "store", design))
     cells = cells.assign(model=cells["model"].replace({"smol": "smollm2_135m_it"}))
     out = io.StringIO()
     render_launch_tables(cells, Console(file=out, width=80))
     text = out.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80  # the paired-by-block tables too
+    assert "paired by block, smollm2_135m_it (levers sharing a launch)" in text
     variance = text.split("paired by block")[0]
-    assert max(len(line) for line in variance.splitlines()) <= 80
     assert "not shown at 80 columns" not in variance
     header = [line for line in variance.splitlines() if line.startswith("┃")]
     assert "missing" in header[-2] + header[-1] and "because" in header[-1]

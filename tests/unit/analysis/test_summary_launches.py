@@ -31,7 +31,7 @@ def test_summary_shows_the_components_per_model_and_lever_with_their_df(launch_s
     # 24 blocks of 3 corpora on 6 launches in 2 sessions: df 24 - 3 - 1 - 4, 4, 1
     assert f"{van['sd_block']:.1%} (16)" in text and f"{van['sd_launch']:.1%} (4)" in text
     assert f"{van['sd_session']:.1%} (1)" in text and "24/6/2" in text
-    assert "paired by block (levers sharing a launch)" in text
+    assert "paired by block, smol (levers sharing a launch)" in text
     assert "bestkpad-k8 / suffix-k8" in text and "1.10" in text
 
 
