@@ -134,7 +134,11 @@ def _run(overrides: list[str], console: Console | None) -> int:
         f"({in_store_words(cells, todo, ledger)}) on {launches} engine launches"
         + (
             f", plus the drift anchor {anchors[0].label.removesuffix('/anchor-start')} first and last"
-            + (f" and {len(anchors) - 2} times between" if len(anchors) > 2 else "")
+            + (
+                f" and {'once' if len(anchors) == 3 else f'{len(anchors) - 2} times'} between"
+                if len(anchors) > 2
+                else ""
+            )
             + f" ({runs_words(len(todo), len(anchors))})"
             if anchors
             else ""
