@@ -8,6 +8,9 @@
     at two or more K values and draft tokens = sum over K of K x drafts, which plain
     suffix (no plugin, ragged drafts) would show neither of; on this CPU engine with
     --enforce-eager every forward pass is recorded as NONE (no CUDA graph).
+van and kpad4 are launched here; kpad8 and dynk are measured on test_reset_engine.py's
+bestkpad and dynk launches after those tests' cells and a reset (one launch serves both
+modules: tests/plugins_engine/conftest.py), which that module shows equals a new launch.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.plugins_engine.serve import complete, counters, running_engine, wait_for_log
+from workers.engine.process import Engine
 from workers.signals.counters import ServerCounters
 from workers.signals.dynk_log import PluginStats, columns_when_idle, last_stats, wait_for_idle_line
 
@@ -30,19 +34,16 @@ NUM_PROMPTS = 8
 WARMUP_PROMPTS = 2
 MAX_TOKENS = 64
 LOG_EVERY_STEPS = "20"
+# The engines launched for this module alone; kpad8 and dynk are measured on test_reset_engine.py's
+# bestkpad and dynk launches (tests/plugins_engine/conftest.py), after those tests' reset cycle.
 CONFIGS: dict[str, tuple[dict | None, dict[str, str]]] = {
     "van": (None, {}),
     "kpad4": ({"method": "suffix", "num_speculative_tokens": 4}, {"LEVER_KPAD": "1"}),
-    "kpad8": ({"method": "suffix", "num_speculative_tokens": 8}, {"LEVER_KPAD": "1"}),
-    "dynk": (
-        {"method": "suffix", "num_speculative_tokens": 12},
-        # These prompts accept about 0.35-0.55 of draft tokens here; at a verified-token cost of
-        # 1/1024 (default 1/512) the controller's choice in that range turns on the batch size
-        # (K4 at 8 requests below p = 0.5, K6 at 4 or fewer), which falls as requests finish:
-        # more than one K gets used, as the dynk test below requires.
-        {"LEVER_DYNK": "1", "LEVER_DYNK_KS": "4,6,12", "LEVER_DYNK_TOKEN_COST": "0.0009765625"},
-    ),
 }
+# This module's name for a run -> the K=8 lever launch it is measured on (test_reset_engine.LEVERS).
+ON_K8_LAUNCH = {"kpad8": "bestkpad", "dynk": "dynk"}
+# Both plugins log a summary every 20 steps (the tests below read the last one).
+LOG_ENV = {"LEVER_KPAD_LOG_EVERY_STEPS": LOG_EVERY_STEPS, "LEVER_DYNK_LOG_EVERY_STEPS": LOG_EVERY_STEPS}
 
 pytestmark = pytest.mark.engine
 
@@ -66,30 +67,34 @@ def prompts(start: int = 0, count: int = NUM_PROMPTS) -> list[str]:
         return [json.loads(line)["prompt"] for line in handle][start : start + count]
 
 
-def run_config(name: str, work_dir: Path) -> Run:
-    spec_config, lever_env = CONFIGS[name]
-    lever_env = {**lever_env, "LEVER_KPAD_LOG_EVERY_STEPS": LOG_EVERY_STEPS}
-    lever_env["LEVER_DYNK_LOG_EVERY_STEPS"] = LOG_EVERY_STEPS
-    with running_engine(name, spec_config, lever_env, work_dir) as engine:
-        if "LEVER_DYNK" in lever_env:
-            for prompt in prompts(NUM_PROMPTS, WARMUP_PROMPTS):
-                complete(engine, prompt, MAX_TOKENS)
-        # As the runner does: the plugin's idle line closes the warm-up before the window opens.
-        start_offset = wait_for_idle_line(engine.log_path)
-        before = counters(engine)
-        # All in flight at once: batches of several decoding requests, as in the grid.
-        with ThreadPoolExecutor(NUM_PROMPTS) as pool:
-            outputs = list(pool.map(lambda p: complete(engine, p, MAX_TOKENS), prompts()))
-        delta = counters(engine).minus(before)
-        dynk_columns = columns_when_idle(engine.log_path, start_offset)
-        log = wait_for_log(engine, "lever_plugins") if spec_config else engine.log_path.read_text()
+def measure(engine: Engine, spec_config: dict | None, lever_env: dict[str, str]) -> Run:
+    """The module's cell on a running engine: its greedy outputs, counter deltas and log."""
+    if "LEVER_DYNK" in lever_env:
+        for prompt in prompts(NUM_PROMPTS, WARMUP_PROMPTS):
+            complete(engine, prompt, MAX_TOKENS)
+    # As the runner does: the plugin's idle line closes the warm-up before the window opens.
+    start_offset = wait_for_idle_line(engine.log_path)
+    before = counters(engine)
+    # All in flight at once: batches of several decoding requests, as in the grid.
+    with ThreadPoolExecutor(NUM_PROMPTS) as pool:
+        outputs = list(pool.map(lambda p: complete(engine, p, MAX_TOKENS), prompts()))
+    delta = counters(engine).minus(before)
+    dynk_columns = columns_when_idle(engine.log_path, start_offset)
+    log = wait_for_log(engine, "lever_plugins") if spec_config else engine.log_path.read_text()
     return Run(outputs, delta, log, dynk_columns)
 
 
+def run_config(name: str, work_dir: Path) -> Run:
+    spec_config, lever_env = CONFIGS[name]
+    with running_engine(name, spec_config, {**lever_env, **LOG_ENV}, work_dir) as engine:
+        return measure(engine, spec_config, lever_env)
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Run]:
+def runs(tmp_path_factory, k8_launches) -> dict[str, Run]:
     work_dir = tmp_path_factory.mktemp("plugins_engine")
-    return {name: run_config(name, work_dir) for name in CONFIGS}
+    own = {name: run_config(name, work_dir) for name in CONFIGS}
+    return {**own, **{name: k8_launches[lever].plugin_run for name, lever in ON_K8_LAUNCH.items()}}
 
 
 def test_plugins_load_only_where_enabled(runs):
@@ -120,12 +125,12 @@ def test_greedy_outputs_equal_van(runs, name):
 def test_dynk_logs_its_decisions(runs):
     stats = runs["dynk"].plugin("dynk")
     assert stats is not None
-    assert set(stats.steps_by_k) == {4, 6, 12}
+    assert set(stats.steps_by_k) == {4, 6, 8}
     assert stats.steps > 0 and sum(stats.steps_by_k.values()) == stats.steps
     assert 0.0 < stats.values["p_accept"] < 1.0
     delta = runs["dynk"].delta
     assert delta.spec_drafts > 0
-    assert 4 <= delta.spec_draft_tokens / delta.spec_drafts <= 12
+    assert 4 <= delta.spec_draft_tokens / delta.spec_drafts <= 8
 
 
 def per_k(column: str | None) -> dict[int, Any]:

@@ -24,8 +24,10 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,14 +41,19 @@ CORPORA = Path(".cache/data/corpora")
 CELL_PROMPTS = 6
 MAX_TOKENS = 48
 SUFFIX_K8 = {"method": "suffix", "num_speculative_tokens": 8}
+DYNK_COST = "0.0009765625"
 LEVERS: dict[str, tuple[dict, dict[str, str]]] = {
     "suffix": (SUFFIX_K8, {}),
     "bestkpad": (SUFFIX_K8, {"LEVER_KPAD": "1"}),
-    # At K=8 (max K), so the shared launch below holds all three levers at one argv.
-    "dynk": (SUFFIX_K8, {"LEVER_DYNK": "1", "LEVER_DYNK_KS": "4,6,8"}),
+    # At K=8 (max K), so the shared launch below holds all three levers at one argv. The token cost
+    # is for test_plugins_engine.py's dynk cell on this launch: its prompts accept about 0.35-0.55
+    # of draft tokens here, and at a verified-token cost of 1/1024 (default 1/512) the controller's
+    # choice in that range turns on the batch size (K4 at 8 requests below p = 0.5, K6 at 4 or
+    # fewer), which falls as requests finish: more than one K gets used, as that test requires.
+    "dynk": (SUFFIX_K8, {"LEVER_DYNK": "1", "LEVER_DYNK_KS": "4,6,8", "LEVER_DYNK_TOKEN_COST": DYNK_COST}),
 }
-# The shared launch's environment (workers/engine_args.launch_env): the switch, dynk's K set.
-SWITCH_ENV = {"LEVER_SWITCH": "1", "LEVER_DYNK_KS": "4,6,8"}
+# The shared launch's environment (workers/engine_args.launch_env): the switch, dynk's K set and cost.
+SWITCH_ENV = {"LEVER_SWITCH": "1", "LEVER_DYNK_KS": "4,6,8", "LEVER_DYNK_TOKEN_COST": DYNK_COST}
 HOOKS = {"dynk": "dynk", "bestkpad": "kpad", "suffix": "suffix"}
 # vLLM's counters that must match between a fresh and a reset engine.
 COMPARED = (
@@ -81,6 +88,8 @@ class LeverRun:
     report: ResetReport
     unauthenticated_rpc_status: int
     unauthenticated_v1_status: int
+    # What `after` measured on the launch once its cells were done and it was reset again.
+    plugin_run: Any = None
 
 
 def cell_prompts() -> list[str]:
@@ -115,10 +124,17 @@ def status_without_key(engine: Engine, path: str, body: dict | None) -> int:
         return int(exc.code)
 
 
-def run_lever(name: str, work_dir: Path) -> LeverRun:
+def run_lever(
+    name: str,
+    work_dir: Path,
+    extra_env: dict[str, str] | None = None,
+    after: Callable[[Engine], Any] | None = None,
+) -> LeverRun:
+    """The lever's own launch: fresh, stale, reset cells; then, reset again, `after` on it (if given)."""
     spec_config, lever_env = LEVERS[name]
     extra = ("--worker-extension-cls", RESET_EXTENSION)
-    with running_engine(name, spec_config, {**lever_env, DEV_MODE_ENV: "1"}, work_dir, extra) as engine:
+    env = {**lever_env, **(extra_env or {}), DEV_MODE_ENV: "1"}
+    with running_engine(name, spec_config, env, work_dir, extra) as engine:
         prompts = cell_prompts()
         fresh = run_cell(engine, prompts)
         for prompt in other_prompts():
@@ -129,7 +145,12 @@ def run_lever(name: str, work_dir: Path) -> LeverRun:
         # The security question (docs/reset.md): does --api-key guard the dev endpoints?
         rpc_status = status_without_key(engine, "/collective_rpc", {"method": "lever_drafter_state"})
         v1_status = status_without_key(engine, "/v1/models", None)
-    return LeverRun(fresh, stale, reset, report, rpc_status, v1_status)
+        plugin_run = None
+        if after is not None:
+            again = reset_engine(engine.endpoint.base_url, engine.endpoint.api_key)
+            assert again.ok and again.left() == report.left(), again.problem
+            plugin_run = after(engine)
+    return LeverRun(fresh, stale, reset, report, rpc_status, v1_status, plugin_run)
 
 
 @dataclass
@@ -162,9 +183,9 @@ def switched(tmp_path_factory) -> tuple[dict[str, SwitchedCell], str]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, LeverRun]:
-    work_dir = tmp_path_factory.mktemp("reset_engine")
-    out = {name: run_lever(name, work_dir) for name in LEVERS}
+def runs(k8_launches) -> dict[str, LeverRun]:
+    """Each lever's launch (tests/plugins_engine/conftest.py: test_plugins_engine.py measures on two)."""
+    out = k8_launches
     for name, run in out.items():  # the measured figures, for the record (pytest -s)
         for label in ("fresh", "stale", "reset"):
             print(f"{name} {label}: {getattr(run, label).compared()}")
