@@ -624,8 +624,8 @@ def stage_table(
     lines += [
         "",
         "paired: van and suffix in one session on the same prompts (paired_stages=true, the default);",
-        "unpaired: each in a session of its own (paired_stages=false): the band then holds the spread",
-        "between the sessions' anchors, which keeps the false keep down and costs the power.",
+        "unpaired: each in a session of its own (paired_stages=false): Welch's interval across the two",
+        "sessions, the band the spread between their anchors; the offset between them costs the power.",
     ]
     return "\n".join(lines)
 

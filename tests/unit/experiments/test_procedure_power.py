@@ -175,29 +175,29 @@ def test_a_launch_serves_both_corpora_of_its_repeat():
 
 
 def test_with_the_gate_on_the_tune_deploys_only_what_the_gate_passed():
-    blocked = procedure_row(NOISES[0], n=5, draws=20, seed=8, gate=GateModel("never passes", pass_rate=0.0))
-    assert blocked.power_20 == 0.0 and blocked.false_deploy == 0.0
-    open_gate = procedure_row(
-        NOISES[0], n=5, draws=20, seed=8, gate=GateModel("always passes", pass_rate=1.0)
-    )
-    assert open_gate.power_20 >= 0.9
+    gain = pp._effects(0.20)
+    blocked = outcomes(NOISES[0], gain, n=5, draws=10, seed=8, gate=GateModel("never passes", pass_rate=0.0))
+    assert all(o.deployed == "van" for o in blocked)
+    open_gate = outcomes(NOISES[0], gain, n=5, draws=10, seed=8, gate=GateModel("passes", pass_rate=1.0))
+    assert sum(o.deployed in pp.DRAFTING for o in open_gate) >= 9
 
 
 def test_with_the_gate_on_the_default_noise_still_deploys_a_real_ten_percent():
-    row = procedure_row(NOISES[0], n=5, draws=40, seed=12, gate=pp.GATE_ON)
-    assert row.false_deploy <= MAX_FALSE_DEPLOY
+    null = outcomes(NOISES[0], {}, n=5, draws=40, seed=12, gate=pp.GATE_ON)
+    gain = outcomes(NOISES[0], pp._effects(0.10), n=5, draws=40, seed=12, gate=pp.GATE_ON)
+    assert sum(o.deployed != "van" for o in null) <= 2
     # An identical lever passes the gate ~96 % per corpus and stage (analysis.equivalence_power), and a
     # deploy needs its stage's and its confirmation's passes on both corpora: the ceiling is ~85 %.
-    assert row.power_10 >= 0.7
+    assert sum(o.deployed in pp.DRAFTING for o in gain) >= 28
 
 
 def test_at_the_h200_launch_noise_anchor_runs_and_repeats_buy_the_power_at_twenty_percent():
     gain = pp._effects(0.20)
-    budget = outcomes(H200_LAUNCHES, gain, n=15, draws=40, seed=13, gate=pp.GATE_ON, anchor_runs=9)
-    today = outcomes(H200_LAUNCHES, gain, n=15, draws=40, seed=13, gate=pp.GATE_ON, anchor_runs=2)
-    deployed = [sum(o.deployed in pp.DRAFTING for o in out) / 40 for out in (budget, today)]
+    budget = outcomes(H200_LAUNCHES, gain, n=15, draws=30, seed=13, gate=pp.GATE_ON, anchor_runs=9)
+    today = outcomes(H200_LAUNCHES, gain, n=15, draws=30, seed=13, gate=pp.GATE_ON, anchor_runs=2)
+    deployed = [sum(o.deployed in pp.DRAFTING for o in out) / 30 for out in (budget, today)]
     # 9 anchor runs give the band the anchors' trend x 1/15 (analysis.drift); 2 give their difference,
     # which holds two launches' noise (~17 %), and the tune deploys almost nothing.
     assert deployed[0] >= 0.65 and deployed[0] > deployed[1] + 0.4
-    null = outcomes(H200_LAUNCHES, {}, n=15, draws=40, seed=14, gate=pp.GATE_ON, anchor_runs=9)
+    null = outcomes(H200_LAUNCHES, {}, n=15, draws=30, seed=14, gate=pp.GATE_ON, anchor_runs=9)
     assert sum(o.deployed != "van" for o in null) <= 2
