@@ -276,7 +276,7 @@ class AnchorSpec:
     corpus: str | None = None
     # Anchor runs per session, each on an engine launch of its own: 2 (start, end) cannot tell
     # drift from launch noise, so the band is their difference; >= 3 fit a trend with an interval.
-    runs: int = 2
+    runs: int = ranged(2, lo=2, why="a start and an end run")
 
 
 @dataclass
