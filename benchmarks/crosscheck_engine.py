@@ -394,21 +394,29 @@ def json_path() -> Path | None:
     return Path(os.environ["OUT"]) / "crosscheck.json" if os.environ.get("OUT") else None
 
 
+def grid_engine(config: Any, log: Path) -> tuple[Engine, Any, Any]:
+    """(engine, spec, endpoint): the config's one engine group as a grid cell launches it, not started.
+
+    Its process starts on every core, whatever the last launch's client pin left this process.
+    """
+    spec = group_by_engine(expand(config))[0].spec
+    endpoint = new_endpoint()
+    engine = Engine(
+        serve_argv(spec, endpoint, project_path(config.paths.models_dir)),
+        serve_env(spec, engine_base_env(), project_path(config.paths.cache_dir)),
+        endpoint,
+        log,
+        spec.engine.start_timeout_s,
+        cpus=NODE_CPUS,
+    )
+    return engine, spec, endpoint
+
+
 def run_launch(
     index: int, config: Any, prompts: list[Prompt], dataset: Path, tmp: Path, watcher: proc_sample.Client
 ) -> dict[str, Any]:
-    group = group_by_engine(expand(config))[0]
-    spec, load = group.spec, config.load
-    endpoint = new_endpoint()
-    models_dir = project_path(config.paths.models_dir)
-    engine = Engine(
-        serve_argv(spec, endpoint, models_dir),
-        serve_env(spec, engine_base_env(), project_path(config.paths.cache_dir)),
-        endpoint,
-        tmp / f"engine-{index}.log",
-        spec.engine.start_timeout_s,
-        cpus=NODE_CPUS,  # every core, whatever the last launch's client pin left this process
-    )
+    engine, spec, endpoint = grid_engine(config, tmp / f"engine-{index}.log")
+    load, models_dir = config.load, project_path(config.paths.models_dir)
     pairs: list[dict[str, Any]] = []
     with engine:
         assert engine.proc is not None and engine.ready_s is not None

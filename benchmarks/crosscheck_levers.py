@@ -39,18 +39,17 @@ from typing import Any
 
 from scipy.stats import t as student_t
 
-from benchmarks.crosscheck_engine import bench_run, harness_run
+from benchmarks.crosscheck_engine import bench_run, grid_engine, harness_run
 from grid.compose import compose_config
 from grid.expand import expand, to_config
 from grid.plan import group_by_engine
 from vocab.paths import project_path
-from workers.engine.args import model_path, serve_argv, serve_env, served_name, tokenizer_path
-from workers.engine.process import Engine, new_endpoint
+from workers.engine.args import model_path, served_name, tokenizer_path
 from workers.load import windows
 from workers.load.client import Target
 from workers.load.prompts import Prompt, load_corpus
-from workers.runner import engine_base_env, engine_processes
-from workers.signals.host import NODE_CPUS, apply_pins
+from workers.runner import engine_processes
+from workers.signals.host import apply_pins
 
 # The CPU default: a load the 2-core engine serves in ~10-20 s a run that still has a steady window
 # (16 requests at c=4); it stops at EOS, as the grid's load does.
@@ -308,19 +307,9 @@ def run_one(
 def run_launch(
     config: Any, slot_list: list[Slot], warmup: list[Prompt], slices: list[list[Prompt]], tmp: Path, pin: str
 ) -> tuple[list[dict[str, Any]], float]:
-    group = group_by_engine(expand(config))[0]
-    spec, load = group.spec, config.load
-    endpoint = new_endpoint()
-    models_dir = project_path(config.paths.models_dir)
     lever, launch = slot_list[0].lever, slot_list[0].launch
-    engine = Engine(
-        serve_argv(spec, endpoint, models_dir),
-        serve_env(spec, engine_base_env(), project_path(config.paths.cache_dir)),
-        endpoint,
-        tmp / f"engine-{lever}-{launch}.log",
-        spec.engine.start_timeout_s,
-        cpus=NODE_CPUS,
-    )
+    engine, spec, endpoint = grid_engine(config, tmp / f"engine-{lever}-{launch}.log")
+    load, models_dir = config.load, project_path(config.paths.models_dir)
     rows = []
     with engine:
         assert engine.ready_s is not None
