@@ -270,6 +270,14 @@ def garble_a_manifest(store: Path) -> None:
     (folder / "manifest.json").write_text(json.dumps({"cell_key": cell.key, "status": "ok"})[:20])
 
 
+def user_conf(tmp_path: Path, monkeypatch, relative: str, text: str) -> None:
+    """A user conf folder (LEVER_GRID_CONF) holding one file, `relative` under it, with `text`."""
+    path = tmp_path / "conf" / relative
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    monkeypatch.setenv(catalog.CONF_ENV, str(tmp_path / "conf"))
+
+
 def prepare(row: Row, tmp_path: Path, monkeypatch, refusing: str | None) -> list[str]:
     """The row's arguments, and whatever its setup needs in place."""
     argv = list(row.argv)
@@ -280,10 +288,7 @@ def prepare(row: Row, tmp_path: Path, monkeypatch, refusing: str | None) -> list
     if row.setup == "refusing":
         argv = [a.replace("REFUSING", refusing or "") for a in argv]
     elif row.setup == "bad_yaml":
-        conf = tmp_path / "conf"
-        (conf / "experiment").mkdir(parents=True)
-        (conf / "experiment" / "broken.yaml").write_text("defaults:\n  - smoke\nfoo: [1, 2\n")
-        monkeypatch.setenv(catalog.CONF_ENV, str(conf))
+        user_conf(tmp_path, monkeypatch, "experiment/broken.yaml", "defaults:\n  - smoke\nfoo: [1, 2\n")
     elif row.setup == "full_probe":
 
         def full(folder: Path) -> None:
@@ -299,10 +304,7 @@ def prepare(row: Row, tmp_path: Path, monkeypatch, refusing: str | None) -> list
     elif row.setup == "garbled":
         garble_a_manifest(tmp_path / "store")
     elif row.setup == "bad_unused_yaml":
-        conf = tmp_path / "conf"
-        (conf / "corpus").mkdir(parents=True)
-        (conf / "corpus" / "unused.yaml").write_text("name: unused\npath: [a\n")
-        monkeypatch.setenv(catalog.CONF_ENV, str(conf))
+        user_conf(tmp_path, monkeypatch, "corpus/unused.yaml", "name: unused\npath: [a\n")
     elif row.setup == "missing":
         argv = [a.replace("MISSING", str(tmp_path / "no-such-store")) for a in argv]
     return argv
