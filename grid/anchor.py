@@ -62,8 +62,6 @@ def anchor_cells(config: Config, conf_dir: Path | Catalog | None = None) -> tupl
     model = load_spec(ModelSpec, model_name, catalog)
     lever = load_spec(LeverSpec, spec.lever, catalog)
     corpus = load_spec(CorpusSpec, corpus_name, catalog)
-    if spec.runs < 2:
-        raise ConfigError(f"grid.anchor.runs must be >= 2 (a start and an end run), got {spec.runs}")
     if lever.quantized:
         raise ConfigError(f"grid.anchor.lever '{lever.name}' changes the model; anchor on a lossless lever")
     k = lever_ks(lever, None)[0]
