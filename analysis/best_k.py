@@ -4,9 +4,10 @@ Rule (analysis.decision.choose_smallest, the same rule as every other comparison
 let top be the K with the highest geometric mean over its repeats. The best K
 is the smallest K over which the top K is not a 'real gain' by
 analysis.decision.judge (its t-interval for top / K lies wholly above
-1 + band, band = analysis.drift.band_by_lag over the sessions of both (at the comparison's lag); unknown
-drift counts as 0). So ties within noise go to the smaller K, and with fewer
-than 2 repeats nothing is a real gain: the smallest K stays. The best K is then
+1 + band, band = analysis.drift.band_by_lag over the sessions of both, at the
+comparison's lag). So ties within noise go to the smaller K; with fewer than 2
+repeats, or the drift unknown (NaN band: not judged, the rule fails closed),
+nothing is a real gain and the smallest K stays. The best K is then
 judged against the top K when the tie rule moved off it, else against the
 runner-up K.
 """
