@@ -1,4 +1,7 @@
-"""Group cells into engine launches, and choose launches against blocks per launch. Pure."""
+"""Group cells into engine launches, and choose launches against blocks per launch.
+
+Pure but for `python -m grid.plan` (main), whose --store reads a store's variance components.
+"""
 
 from __future__ import annotations
 
