@@ -119,8 +119,9 @@ class Decision:
 # The last medians table indexed by (corpus, lever, K), and the last verdict table's latest verdicts
 # indexed by (model, lever, K, corpus): a tune's decision looks rows up dozens of times in one table,
 # and a boolean filter (or a pandas row) per look-up made the procedure's simulation
-# (experiments/procedure_power.py) spend most of its time in pandas. Each table is held so its id
-# cannot be reused while cached.
+# (experiments/procedure_power.py) spend most of its time in pandas. The key is the table's identity:
+# each table is held so its id cannot be reused while cached, and callers never change a table in
+# place (Tune.evidence and SimulatedTune.evidence build new ones), which would leave the index stale.
 _INDEXED: tuple[pd.DataFrame | None, dict[tuple[str, str, int], dict[str, Any]]] = (None, {})
 _LATEST: tuple[pd.DataFrame | None, pd.DataFrame, dict[tuple[str, str, object, str], str]] = (
     None,
