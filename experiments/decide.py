@@ -221,22 +221,11 @@ def failed_gates(verdicts: pd.DataFrame, model: str, config: LeverConfig, latest
                          config.k_by_corpus)  # fmt: skip
 
 
-def gate_words(verdicts: pd.DataFrame, model: str, config: LeverConfig, latest: bool = False) -> str:
-    """The candidate's latest verdict for `model` per corpus, e.g. 'code_complete pass, chat_bench fail'."""
-    table = verdicts if latest else latest_verdicts(verdicts)
-    if table is _LATEST[1]:  # indexed by _latest: a look-up per corpus, not a filter
-        index = _LATEST[2]
-        found = [(c, index.get((model, config.lever, k, c))) for c, k in config.k_by_corpus]
-        return ", ".join(f"{c} {v}" for c, v in found if v is not None) or "no verdict"
-    words = []
-    for corpus, k in config.k_by_corpus:
-        rows = table[
-            (table["model"] == model) & (table["lever"] == config.lever) & (table["k"] == k)
-            & (table["corpus"] == corpus)
-        ]  # fmt: skip
-        if len(rows):
-            words.append(f"{corpus} {rows.iloc[-1]['verdict']}")
-    return ", ".join(words) or "no verdict"
+def gate_words(latest: dict[tuple[str, str, object, str], str], model: str, config: LeverConfig) -> str:
+    """The candidate's latest verdict for `model` per corpus, e.g. 'code_complete pass, chat_bench fail',
+    from _latest's index (a look-up per corpus, not a filter of the table)."""
+    found = [(c, latest.get((model, config.lever, k, c))) for c, k in config.k_by_corpus]
+    return ", ".join(f"{c} {v}" for c, v in found if v is not None) or "no verdict"
 
 
 def decide_change(
@@ -257,8 +246,8 @@ def decide_change(
     new = geometric_mean(v for _, _, v in new_repeats)
     old = geometric_mean(v for _, _, v in old_repeats)
     decision = Decision(stage, candidate.label, incumbent.label, REJECT, "", new, old)
-    verdicts, _ = _latest(verdicts)
-    decision.gate = gate_words(verdicts, model, candidate, latest=True)
+    verdicts, index = _latest(verdicts)
+    decision.gate = gate_words(index, model, candidate)
     if math.isnan(new) or math.isnan(old):
         decision.reason = "no valid measurement of " + (
             candidate.label if math.isnan(new) else incumbent.label
