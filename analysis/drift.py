@@ -268,7 +268,8 @@ def within_drift(drift: pd.DataFrame, sessions: Iterable[str], lag: float = 1.0)
             paired_only.append(session)
     if paired_only:
         terms.append(pooled_drift(drift, paired_only))
-    return max(terms)
+    # Any unknown term makes the whole band unknown: max() would drop a NaN that is not first.
+    return math.nan if any(math.isnan(term) for term in terms) else max(terms)
 
 
 def drift_band(drift: pd.DataFrame, sessions: Iterable[str], lag: float = 1.0) -> float:

@@ -152,3 +152,15 @@ def test_a_session_with_fewer_than_two_anchor_runs_is_not_judged_whatever_the_la
     runs = anchors([("a", "start", 100.0, True), ("a", "mid1", 50.0, False), ("a", "end", math.nan, True)])
     drift, _ = session_drift(runs)
     assert math.isnan(drift_band(drift, ["a"])) and math.isnan(drift_band(drift, ["a"], lag=0.1))
+
+
+def test_an_unknown_two_run_term_beside_a_trend_session_leaves_the_band_unknown():
+    # b's anchor ran VALID at 0 tok/s: its drift_rel is finite but it has no usable pair, so its term is
+    # unknown; beside trend session a, max() would drop that NaN and judge on a's trend alone.
+    runs = anchors(
+        [("a", "start", 100.0, True), ("a", "mid1", 103.0, True), ("a", "end", 101.0, True),
+         ("b", "start", 0.0, True), ("b", "end", 100.0, True)]
+    )  # fmt: skip
+    drift, _ = session_drift(runs)
+    assert math.isnan(drift_band(drift, ["b"]))
+    assert math.isnan(drift_band(drift, ["a", "b"]))
