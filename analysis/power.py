@@ -212,9 +212,10 @@ def components_from_store(path: str) -> pd.DataFrame:
     from analysis.variance import variance_components
     from store.fs import is_url
     from store.read import connect
-    from vocab.paths import store_path
+    from vocab.paths import existing_store
 
-    root = store_path(path if is_url(path) else str(Path(path).resolve()))
+    # A mistyped path is an error (vocab.errors.StoreError), not an empty store with no components.
+    root = existing_store(path if is_url(path) else str(Path(path).resolve()), key="--store")
     return variance_components(measured_cells(connect(root)))
 
 
@@ -237,7 +238,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("sigmas must be >= 0, --gain > 0 (0.1 is +10 %) and --max-n >= 2")
     sigma_van, sigma_lever, sources = args.sigma_van, args.sigma_lever, []
     if args.store is not None:
-        components = components_from_store(args.store)
+        from vocab.errors import StoreError
+
+        try:
+            components = components_from_store(args.store)
+        except StoreError as exc:
+            parser.error(str(exc))
         models = sorted(set(components["model"]))
         model = args.model or (models[0] if len(models) == 1 else None)
         if model is None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from analysis.decision import CONFIDENCE, t_quantile
 from vocab.cells import Cell, EngineSpec
+from vocab.errors import StoreError
 from vocab.groups import EngineGroup
 
 
@@ -115,7 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sd_launch, sd_block = args.sd_launch, args.sd_block
     if args.store:
-        sd_launch, sd_block, words = sds_from_store(args.store, args.model, args.levers)
+        try:
+            sd_launch, sd_block, words = sds_from_store(args.store, args.model, args.levers)
+        except StoreError as exc:
+            print(exc)
+            return 2
         print(words)
         if math.isnan(sd_launch) or math.isnan(sd_block):
             print(

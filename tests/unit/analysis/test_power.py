@@ -54,6 +54,15 @@ def test_power_rejects_noise_figures_it_cannot_simulate(capsys):
     assert "--gain > 0" in capsys.readouterr().err
 
 
+def test_power_store_that_does_not_exist_is_an_error_not_an_empty_store(tmp_path, capsys):
+    missing = tmp_path / "no-such-store"
+    with pytest.raises(SystemExit) as stop:
+        main(["--store", str(missing)])
+    assert stop.value.code == 2
+    assert f"--store {missing} does not exist" in capsys.readouterr().err
+    assert not missing.exists()
+
+
 def test_t_quantiles_match_tables():
     assert t_quantile(0.95, 2) == pytest.approx(2.919986, abs=1e-5)
     assert t_quantile(0.975, 10) == pytest.approx(2.228139, abs=1e-5)

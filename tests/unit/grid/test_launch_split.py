@@ -55,3 +55,12 @@ def test_the_sds_come_from_the_store_s_variance_components(tmp_path, capsys):
     assert "sd_launch" in out and "van k0" in out and "suffix k8" in out and "launches per side x" in out
     assert main([*argv[:5], "nope", *argv[7:]]) == 2  # no such lever: one line, no split
     assert "no variance components for ['nope']" in capsys.readouterr().out
+
+
+def test_a_store_path_that_does_not_exist_is_one_line_naming_it(tmp_path, capsys):
+    missing = tmp_path / "no-such-store"
+    argv = ["--store", str(missing), "--start-s", "60", "--block-s", "30", "--half-width", "0.05"]
+    assert main(argv) == 2
+    out = capsys.readouterr().out
+    assert f"--store {missing} does not exist" in out and len(out.strip().splitlines()) == 1
+    assert not missing.exists()
