@@ -43,6 +43,18 @@ LEASES = "leases"
 READ_BACK_S = 0.5
 
 
+# What each field of a lease file must hold (None only where the field may be None).
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "cell_key": (str,),
+    "owner": (str,),
+    "host": (str,),
+    "pid": (int,),
+    "token": (str,),
+    "expires_at": (int, float),
+    "took_over": (str, type(None)),
+}
+
+
 @dataclass(frozen=True)
 class Lease:
     cell_key: str
@@ -83,7 +95,15 @@ class Lease:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Lease:
+        """The lease `data` holds; ValueError when it is not one (not JSON, a field missing, a field of
+        another type: `"expires_at": "soon"` would fail every comparison a reader makes)."""
         raw = json.loads(data)
+        if not isinstance(raw, dict):
+            raise ValueError(f"a JSON {type(raw).__name__}, not an object")
+        for name, kinds in FIELD_TYPES.items():
+            value = raw.get(name)
+            if name in raw and (not isinstance(value, kinds) or isinstance(value, bool)):
+                raise ValueError(f"{name} is a {type(value).__name__}")
         return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
 
 

@@ -1,6 +1,7 @@
 """Issue 19: leases on cells (store/lease.py, grid/lease.py), on a local folder and on S3 (moto)."""
 
 import dataclasses
+import json
 import subprocess
 import sys
 import threading
@@ -211,3 +212,26 @@ def io_status(overrides):
     out = io.StringIO()
     assert status(overrides, Console(file=out, width=300)) == 0
     return out.getvalue()
+
+
+def test_a_lease_whose_fields_have_other_types_is_unreadable_not_a_traceback(tmp_path):
+    """A JSON object with `"expires_at": "soon"` read as a lease made status and run compare a float
+    with a str (TypeError, a traceback); it is an unreadable lease like a garbled one."""
+    import pytest
+
+    store_root = tmp_path / "store"
+    a, b = smoke_cells()[:2]
+    typed = {"cell_key": a.key, "owner": "x", "host": "h", "pid": "abc", "token": "t", "expires_at": "soon"}
+    for cell, text in ((a, json.dumps(typed)), (b, "[1, 2]")):
+        path = lease_path(store_root, cell.key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        with pytest.raises(ValueError, match="unreadable lease"):
+            read_lease(path)
+    assert all_leases(store_root) == []
+    text = io_status(["experiment=smoke", f"paths.store={store_root}"])
+    assert f"unreadable lease {a.label}: unreadable lease (" in text, text
+    assert f"unreadable lease {b.label}: unreadable lease (" in text, text
+    leases = CellLeases(store_root, "me", 60, [].append, time.time())
+    assert leases.take(group_of(a, b)) is None  # both within run.lease_s of being written: left
+    assert "unreadable lease" in leases.skipped[a.key], leases.skipped
