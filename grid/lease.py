@@ -27,6 +27,7 @@ from store.lease import (
     LEASES,
     READ_BACK_S,
     Lease,
+    UnreadableLease,
     all_leases,
     confirm,
     create,
@@ -62,13 +63,16 @@ class Unreadable:
     why: str
     age_s: float
 
+    def what(self) -> str:
+        return f"unreadable lease ({self.why}), written {self.age_s:,.0f} s ago"
+
     def words(self, ttl_s: float) -> str:
         when = (
             "stale: the next run takes it over"
             if self.age_s > ttl_s
             else f"taken over {ttl_s - self.age_s:,.0f} s from now (run.lease_s after it was written)"
         )
-        return f"unreadable lease ({self.why}), written {self.age_s:,.0f} s ago; {when}"
+        return f"{self.what()}; {when}"
 
 
 def unreadable(path: StoreRoot, now: float | None = None) -> Unreadable | None:
@@ -76,8 +80,8 @@ def unreadable(path: StoreRoot, now: float | None = None) -> Unreadable | None:
     try:
         read_lease(path)
         return None
-    except ValueError as exc:
-        why = str(exc).rsplit("unreadable lease (", 1)[-1].rstrip(")")
+    except UnreadableLease as exc:
+        why = exc.why
     try:
         written_s = path.stat().st_mtime
     except OSError:
@@ -172,7 +176,7 @@ class CellLeases:
                 placeholder = Lease(key, "unreadable", "?", 0, "", time.time() - bad.age_s + self.ttl_s)
                 lease = dataclasses.replace(lease, took_over="an unreadable lease")
                 if take_over(path, placeholder, lease, read_back):
-                    self.say(f"lease: took over {label} from an {bad.words(self.ttl_s).split(';')[0]}")
+                    self.say(f"lease: took over {label} from an {bad.what()}")
                     return lease
                 continue
             if current is None:

@@ -107,12 +107,20 @@ class Lease:
         return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
 
 
+class UnreadableLease(ValueError):
+    """A lease file that cannot be read as a lease; `why` says what is wrong with it."""
+
+    def __init__(self, path: StoreRoot, why: str) -> None:
+        super().__init__(f"{path}: unreadable lease ({why})")
+        self.why = why
+
+
 def lease_path(root: StoreRoot, cell_key: str) -> StoreRoot:
     return root / LEASES / f"{cell_key}.json"
 
 
 def read_lease(path: StoreRoot) -> Lease | None:
-    """The lease at `path`; None when there is none. An unreadable one raises ValueError."""
+    """The lease at `path`; None when there is none. An unreadable one raises UnreadableLease."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -120,7 +128,7 @@ def read_lease(path: StoreRoot) -> Lease | None:
     try:
         return Lease.from_bytes(data)
     except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: unreadable lease ({exc})") from exc
+        raise UnreadableLease(path, str(exc)) from exc
 
 
 def all_leases(root: StoreRoot) -> list[Lease]:
