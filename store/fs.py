@@ -123,11 +123,12 @@ def url_secret_problem(
     if secret := sorted(k for k in options or {} if is_secret_key(str(k))):
         return f"paths.store_options may not hold {', '.join(secret)}: {where}"
     for name, value in sorted((options or {}).items()):
-        if (
-            isinstance(value, str)
-            and "://" in value
-            and (problem := url_credentials(value, f"paths.store_options.{name}", where))
-        ):
+        if not isinstance(value, str):
+            continue
+        # endpoint_override may leave out its scheme (`KEY:SECRET@host:9000`): read such a value as
+        # http:// so that user info in it is found (Store.endpoint() would print it otherwise).
+        url = value if "://" in value else f"http://{value}"
+        if (problem := url_credentials(url, f"paths.store_options.{name}", where)) is not None:
             return problem
     return url_credentials(url, key, where) if is_url(url) else None
 
@@ -256,6 +257,8 @@ class Store:
             text = str(given)
             if "://" not in text and options.get("scheme"):
                 text = f"{options['scheme']}://{text}"
+            if "://" not in text and "@" in text:  # user info with no scheme: redact() looks for one
+                text = "***@" + text.rsplit("@", 1)[1]
             return redact(text)
         scheme = urlsplit(self.url).scheme
         if scheme == "s3":

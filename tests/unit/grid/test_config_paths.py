@@ -92,3 +92,24 @@ def test_a_yaml_error_in_an_unused_user_conf_file_is_reported(command, tmp_path,
     assert (
         line.startswith(f"error: {tmp_path / 'corpus' / 'unused.yaml'}, line ") and "not valid YAML" in line
     ), line
+
+
+def test_credentials_in_an_endpoint_override_without_a_scheme_are_refused(capsys):
+    """`endpoint_override=KEY:SECRET@host:9000` (no scheme) passed the check, and `status` printed it
+    whole in its `did not answer` line."""
+    argv = [
+        "status",
+        "paths.store=s3://bkt/x",
+        f"+paths.store_options.endpoint_override={KEY}:{SECRET}@host:9000",
+    ]
+    assert main(argv) == 2
+    line = one_error(capsys)
+    assert line.startswith("error: paths.store_options.endpoint_override http://***@host:9000 holds"), line
+
+
+def test_the_endpoint_in_a_message_hides_user_info_without_a_scheme(monkeypatch):
+    from store.fs import Store
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"{KEY}:{SECRET}@host:9000")
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    assert Store.open("s3://bkt/x").endpoint() == "***@host:9000"
