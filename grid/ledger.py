@@ -95,7 +95,8 @@ def build_ledger(root: StoreRoot, checksums: bool = True) -> Ledger:
         for attempt in sorted(cell_attempts, key=lambda a: (a.written_at, a.attempt_id)):
             state.sessions.append(attempt.session_id)
             state.label = attempt.label or state.label
-            if attempt.status == "ok":
+            ok = attempt.status == "ok"
+            if ok:
                 footer_only += not attempt.files or any(f.sha256 is None for f in attempt.files)
                 if (damage := damage_of[(attempt.cell_key, attempt.attempt_id)]) is not None:
                     damaged.append(damage)
@@ -103,16 +104,18 @@ def build_ledger(root: StoreRoot, checksums: bool = True) -> Ledger:
                     if state.status not in (DONE, INVALID):
                         state.status = DAMAGED
                         state.last_error = damage.short()
-                elif attempt_state(attempt.status, measured_valid(attempt)) == DONE:
-                    state.status = DONE
-                elif state.status != DONE:
+                    continue
+            # A later attempt never undoes a done cell; an INVALID one yields only to a done one.
+            now = attempt_state(attempt.status, measured_valid(attempt) if ok else None)
+            if now == DONE:
+                state.status = DONE
+            elif now == INVALID:
+                if state.status != DONE:
                     state.invalid_runs += 1
                     state.status = INVALID
                     state.last_error = "measured INVALID (a validity gate failed; see invalid_reasons)"
-                continue
-            if state.status not in (DONE, INVALID):
-                state.status = INTERRUPTED if attempt.status == INTERRUPTED else FAILED
-                state.last_error = attempt.error
+            elif state.status not in (DONE, INVALID):
+                state.status, state.last_error = now, attempt.error
         states[key] = state
     return Ledger(states, problems, damaged, footer_only)
 
