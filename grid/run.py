@@ -38,7 +38,7 @@ from grid.ledger import (
     select,
 )
 from grid.plan import group_by_engine
-from grid.preflight import check_before_launch, check_config
+from grid.preflight import Inspection, check_before_launch, check_config
 from grid.session import end_fingerprint, fingerprint, new_session_id
 from grid.stop import Stop, Stopped
 from grid.verdicts import write_verdicts
@@ -76,7 +76,7 @@ def one_ray_session() -> Iterator[None]:
 
 
 def run(overrides: list[str], console: Console | None = None) -> int:
-    """Run what the store lacks of the grid; return 1 if any cell is left failed."""
+    """Run what the store lacks of the grid; return 1 if any cell is left undone (exit_code)."""
     with one_ray_session():
         return _run(overrides, console)
 
@@ -127,7 +127,8 @@ def _run(overrides: list[str], console: Console | None) -> int:
     ctx = replace(ctx, corpus_sha256=found.corpus_sha256)
     for warning in found.warnings:
         console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
-    say_invalid_again(todo, ledger, ctx, config, console, distinct_prompts(found))
+    distinct = distinct_prompts(found)
+    say_invalid_again(todo, ledger, ctx, config, console, distinct)
     launches = sum(map(len, phases)) - len(anchors or ())
     console.print(
         f"session {ctx.session_id}: {len(todo)} of {len(cells)} cells to run "
@@ -155,8 +156,7 @@ def _run(overrides: list[str], console: Console | None) -> int:
     with stop_on_signals(stop, console, measuring=False) if todo else nullcontext():
         try:
             code = conclude(
-                overrides, config, cells, todo, phases, ctx, outcomes, stop, leases, console,
-                distinct_prompts(found),
+                overrides, config, cells, todo, phases, ctx, outcomes, stop, leases, console, distinct,
             )  # fmt: skip
         except OSError as exc:
             from store.fs import os_error_line
@@ -290,12 +290,9 @@ def conclude(
     return code
 
 
-def distinct_prompts(found: object) -> dict[str, int]:
-    """Each corpus's distinct prompts, as the pre-launch inspection read them."""
-    from workers.load.prompts import distinct
-
-    reads = getattr(found, "corpora", {}).values()
-    return {r.spec.name: len(distinct(r.corpus.prompts)) for r in reads if r.corpus is not None}
+def distinct_prompts(found: Inspection) -> dict[str, int]:
+    """Each corpus's distinct prompts, as the pre-launch audit counted them (one row per cell)."""
+    return {row.corpus: row.distinct_available for row in found.audit}
 
 
 def invalid_fix(
