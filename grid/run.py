@@ -263,13 +263,13 @@ def conclude(
         + (f", left to other drivers {len(elsewhere)}" if elsewhere else "")
         + f" ({runs_words(len(todo), anchor_count(phases))}; attempts {len(outcomes)})"
     )
-    labels = {c.key: c.label for groups in phases for g in groups for c in g.cells}
+    cells_by_key = {c.key: c for groups in phases for g in groups for c in g.cells}
     for key, why in elsewhere.items():
-        console.print(f"[yellow]left to another driver[/] {labels.get(key, key)}: {why}")
+        named = cells_by_key[key].label if key in cells_by_key else key
+        console.print(f"[yellow]left to another driver[/] {named}: {why}")
     for outcome in final.values():
         if outcome.status == "failed":
             console.print(f"[red]failed[/] {outcome.label}: {outcome.error}")
-    cells_by_key = {c.key: c for groups in phases for g in groups for c in g.cells}
     invalid = [o for o in final.values() if attempt_state(o.status, o.valid) == INVALID]
     after = build_ledger(ctx.store_root, checksums=False) if invalid else None
     for outcome in invalid:
