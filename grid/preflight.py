@@ -309,10 +309,7 @@ def inspect(config: Config, groups: list[EngineGroup]) -> Inspection:
         found.problems.append(store)
     found.corpora = read_corpora(groups, data_dir, cache_dir)
     found.problems += [read.error for read in found.corpora.values() if read.error]
-    for cell in cells:
-        read = found.corpora[corpus_key(cell.corpus)]
-        if read.corpus is not None and read.corpus.sha256:
-            found.corpus_sha256[cell.corpus.name] = read.corpus.sha256
+    found.corpus_sha256 = corpus_hashes(cells, found.corpora)
     sent: dict[SentKey, set[str]] = {}
     found.audit = audit_groups(
         groups, data_dir, config.gates.equivalence.probe_prompts, corpora=found.corpora, sent=sent
@@ -367,14 +364,19 @@ def changed_since(config: Config, kept: list[Cell]) -> list[str]:
     reads = read_corpora(
         group_by_engine(kept), data_path(paths.data_dir, paths.store_options), project_path(paths.cache_dir)
     )
-    planned = {
-        cell.corpus.name: read.corpus.sha256
-        for cell in kept
-        if (read := reads.get(corpus_key(cell.corpus))) is not None and read.corpus and read.corpus.sha256
-    }
     root = store_path(paths.store, paths.store_options)
-    lines = resume_problems(root, kept, planned, reads)
+    lines = resume_problems(root, kept, corpus_hashes(kept, reads), reads)
     return [f"nothing to run, but the corpus changed since it was measured: {line}" for line in lines]
+
+
+def corpus_hashes(cells: list[Cell], reads: dict[CorpusKey, CorpusRead]) -> dict[str, str]:
+    """Corpus name -> sha256 of the bytes read, for the cells' corpora that were read."""
+    hashes = {}
+    for cell in cells:
+        read = reads.get(corpus_key(cell.corpus))
+        if read is not None and read.corpus is not None and read.corpus.sha256:
+            hashes[cell.corpus.name] = read.corpus.sha256
+    return hashes
 
 
 def object_store_problem(root: StorePath) -> str | None:
