@@ -33,7 +33,7 @@ from store.fs import StoreRoot
 from store.layout import StoreLayout
 from vocab.cells import REFERENCE_LEVER
 from vocab.errors import GridError
-from vocab.paths import store_path
+from vocab.paths import existing_store
 
 # Overrides of the run that must not carry into a confirmation: it is a session of its own.
 # Nor do sequential looks: a confirmation is measured at grid.confirm.repeats, once.
@@ -137,7 +137,8 @@ def confirm(overrides: list[str], run: Callable[[list[str]], int] | None = None)
     config = to_config(cfg)
     from analysis.study import load_study
 
-    root = store_path(config.paths.store, config.paths.store_options)
+    # It reads the selection from the store: a mistyped path is an error, not 'nothing to confirm'.
+    root = existing_store(config.paths.store, config.paths.store_options)
     from grid.sequential import selection_scope
 
     keys, confidence = selection_scope(overrides)

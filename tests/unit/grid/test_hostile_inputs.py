@@ -117,6 +117,7 @@ ROWS = [
             ("summary", ()),
             ("report", ()),
             ("compare", ("sessions=[a,b]",)),
+            ("confirm", ()),
         )
     ),
     # -- values out of range, empty paths, run.force (item 3) ----------------------------------
