@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from analysis.gpu_time import share_line
@@ -114,7 +115,7 @@ def _run(overrides: list[str], console: Console | None) -> int:
             fate = invalid_fate(ledger.invalid_runs(cell.key), False, config.run.invalid_reruns)
             console.print(
                 f"[yellow]kept INVALID[/] {cell.label}: {fate}; reasons in `python -m grid summary`; "
-                "fix the load or gates (e.g. more prompts), then run.force=[label]"
+                f"fix the load or gates (e.g. more prompts), then {escape(f'run.force=[{cell.label}]')}"
             )
     # A session with something to measure also measures its own drift.
     anchors = anchor_cells(config) if todo else None

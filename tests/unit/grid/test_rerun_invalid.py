@@ -66,3 +66,13 @@ def test_status_says_when_the_reruns_are_used_up(tmp_path):
     text = out.getvalue()
     assert "invalid 1 (kept: INVALID in 2 runs, run.invalid_reruns=1 used up)" in text, text
     assert "measured again on resume)" not in text.split("damaged")[0], text
+
+
+def test_a_kept_invalid_cell_names_the_override_that_measures_it_again(tmp_path, monkeypatch):
+    overrides, cell = invalid_store(tmp_path, runs=2)  # the reruns are used up: kept, not launched
+    monkeypatch.setattr(grid.run, "launch", lambda *args, **kwargs: [])
+    out = io.StringIO()
+    grid.run.run(overrides, Console(file=out, width=400))
+    text = out.getvalue()
+    # Rich read the hint's brackets as markup and printed 'then run.force=' with nothing after it.
+    assert f"then run.force=[{cell.label}]" in text, text
