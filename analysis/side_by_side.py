@@ -16,7 +16,7 @@ import pandas as pd
 
 from analysis.compare import compare
 from analysis.decision import CONFIDENCE
-from analysis.drift import drift_band
+from analysis.drift import band_by_lag
 from analysis.repeats import CELL_FIELDS
 
 SIDE_COLUMNS = [*CELL_FIELDS, "n_a", "tok_per_s_a", "n_b", "tok_per_s_b", "ratio", "ci_lo", "ci_hi",
@@ -47,7 +47,7 @@ def side_by_side(a: Side, b: Side, confidence: float = CONFIDENCE) -> tuple[pd.D
         if row["_merge"] != "both":
             alone.append(f"only in {a.name if row['_merge'] == 'left_only' else b.name}: {what}")
             continue
-        band = drift_band(drift, set(row["sessions_a"]) | set(row["sessions_b"]))
+        band = band_by_lag(drift, set(row["sessions_a"]) | set(row["sessions_b"]))  # at the comparison's lag
         judged = compare(row["repeats_b"], row["repeats_a"], band, confidence)
         rows.append(
             {
@@ -59,7 +59,7 @@ def side_by_side(a: Side, b: Side, confidence: float = CONFIDENCE) -> tuple[pd.D
                 "ratio": judged["rel_diff"] + 1.0,
                 "ci_lo": judged["ci_lo"],
                 "ci_hi": judged["ci_hi"],
-                "drift_band_rel": band,
+                "drift_band_rel": judged["drift_band_rel"],  # as applied, at its lag
                 "noise_terms": judged["noise_terms"],
                 "label": judged["label"],
                 "verdict": judged["verdict"],

@@ -59,3 +59,18 @@ def test_the_study_path_judges_a_paired_lever_at_its_lag():
     assert walk(scores, DRIFT)["lever"] == "suffix"
     row = compare(LEVER, VAN, band_by_lag(DRIFT, {"s"}))
     assert row["label"] == GAIN and row["drift_band_rel"] == band_by_lag(DRIFT, {"s"})(0.2)
+
+
+def test_the_summary_judges_x_van_at_the_comparisons_lag_as_the_tune_does():
+    """The summary's x van label is the study's: paired repeats in one session take the band at
+    their lag, not the whole session's (which called this +8 % lever noise while Table 1 kept it)."""
+    from analysis.summary import x_van
+
+    cell = {"model": "m", "corpus": "c", "sessions": ("s",)}
+    medians = pd.DataFrame(
+        [{**cell, "lever": "van", "k": 0, "repeats": tuple(VAN)},
+         {**cell, "lever": "suffix", "k": 8, "repeats": tuple(LEVER)}]
+    )  # fmt: skip
+    judged = x_van(medians, DRIFT)[("m", "c", "suffix", 8)]
+    assert judged.label == GAIN and judged.band == band_by_lag(DRIFT, {"s"})(0.2)
+    assert x_van(medians, None)[("m", "c", "suffix", 8)].label == NO_BAND
