@@ -294,31 +294,3 @@ def band_by_lag(drift: pd.DataFrame, sessions: Iterable[str]) -> ByLag:
     by the comparison's own lag (1 / pairs when paired by repeat, else 1)."""
     wanted = sorted(set(sessions))
     return ByLag(lambda lag: drift_band(drift, wanted, lag))
-
-
-def reference_session(drift: pd.DataFrame) -> str | None:
-    """The first session (ids sort by start time) with an anchor mean: the default normalisation base."""
-    known = drift[drift["anchor_mean_tok_per_s"].notna()].sort_values("session_id")
-    return None if known.empty else str(known["session_id"].iloc[0])
-
-
-def normalise_by_anchor(
-    cells: pd.DataFrame, drift: pd.DataFrame, reference: str | None = None
-) -> pd.DataFrame:
-    """Add output_tok_per_s_norm = output_tok_per_s / m_s * m_ref (m = mean anchor tok/s of a session).
-
-    It takes out the drift between sessions: every session's anchor becomes the
-    reference session's. Only sessions that ran the reference session's anchor
-    cell get a value; the others (and sessions without anchors) get NaN.
-    """
-    reference = reference or reference_session(drift)
-    out = cells.copy()
-    out["output_tok_per_s_norm"] = math.nan
-    if reference is None:
-        return out
-    base = drift[drift["session_id"] == reference].iloc[0]
-    same = (drift[ANCHOR_FIELDS] == base[ANCHOR_FIELDS]).all(axis=1)
-    means = drift[same].set_index("session_id")["anchor_mean_tok_per_s"]
-    factor = float(base["anchor_mean_tok_per_s"]) / out["session_id"].map(means)
-    out["output_tok_per_s_norm"] = out["output_tok_per_s"] * factor
-    return out

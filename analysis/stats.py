@@ -1,4 +1,4 @@
-"""Small numeric helpers shared by the analysis: geometric mean, relative difference. Pure."""
+"""Small numeric helpers shared by the analysis: the geometric mean. Pure."""
 
 from __future__ import annotations
 
@@ -19,10 +19,3 @@ def geometric_mean(values: Iterable[float]) -> float:
             return math.nan
         logs.append(math.log(value))
     return math.exp(sum(logs) / len(logs)) if logs else math.nan
-
-
-def relative_diff(value: float, reference: float) -> float:
-    """value / reference - 1: +0.10 means 10 % above the reference; NaN without a positive reference."""
-    if reference is None or value is None or not reference > 0 or math.isnan(value):
-        return math.nan
-    return value / reference - 1.0

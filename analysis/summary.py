@@ -19,7 +19,7 @@ from rich.console import Console
 
 from analysis import blocks, variance
 from analysis.decision import judge
-from analysis.drift import band_by_lag, session_drift
+from analysis.drift import band_by_lag, session_drift, split_anchors
 from analysis.load import anchor_runs, cell_label, invalid_left_out, left_out
 from analysis.medians import lever_medians
 from analysis.repeats import aggregate_repeats
@@ -62,8 +62,7 @@ def latest_cells(root: Path, session_id: str | None = None, checksums: bool = Tr
         {"sid": session_id} if session_id else {},
     ).df()
     measured = set(frame["cell_key"])
-    if "anchor" in frame.columns:  # drift anchors are analysed apart (analysis of drift), not as cells
-        frame = frame[frame["anchor"].isna()]
+    frame, _ = split_anchors(frame)  # drift anchors are analysed apart (analysis of drift), not as cells
     if "replicate" in frame.columns:  # van replicates are the equivalence gate's noise floor
         frame = frame[~frame["replicate"].fillna(False).astype(bool)]
     van = frame[frame["lever"] == "van"][["model", "corpus", "repeat", "output_tok_per_s"]]

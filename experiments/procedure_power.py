@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
-from analysis.drift import DRIFT_COLUMNS, session_drift, trend
+from analysis.drift import DRIFT_COLUMNS, session_drift, split_anchors, trend
 from analysis.equivalence import FAIL, PASS
 from analysis.equivalence_power import H200_INDEPENDENT, Floor, draw_verdicts
 from analysis.medians import MEDIAN_COLUMNS, lever_medians
@@ -337,11 +337,10 @@ class SimulatedTune(Tune):
 
     def store_evidence(self, keys: set[str] | None = None) -> tuple:
         """The same tables through analysis.medians.lever_medians and analysis.drift.session_drift."""
-        frame = pd.DataFrame(self.rows)
-        measured = frame[frame["anchor"].isna()]
+        measured, anchors = split_anchors(pd.DataFrame(self.rows))
         measured = measured[measured["cell_key"].isin(keys if keys is not None else self.keys)]
         medians, _ = lever_medians(measured)
-        anchors = frame[frame["anchor"].notna() & frame["session_id"].isin(set(measured["session_id"]))]
+        anchors = anchors[anchors["session_id"].isin(set(measured["session_id"]))]
         drift, _ = session_drift(anchors)
         return medians, drift, self.verdicts()
 

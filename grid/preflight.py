@@ -210,13 +210,6 @@ def weights_problem(
     )
 
 
-def check_inputs(
-    cells: list[Cell], models_dir: Path, cache_dir: Path | None = None, use_gpus: bool = True
-) -> None:
-    """Every local model folder, engine command and plugin exists (all problems at once)."""
-    raise_problems(input_problems(cells, models_dir, cache_dir, use_gpus))
-
-
 PLUGIN_GROUP = "vllm.general_plugins"
 
 
@@ -237,11 +230,6 @@ def plugin_problem(cell: Cell) -> str | None:
             "lever would silently measure plain suffix decoding"
         )
     return None
-
-
-def check_plugin(cell: Cell) -> None:
-    if (problem := plugin_problem(cell)) is not None:
-        raise ConfigError(problem)
 
 
 def store_problem(root: StoreRoot, min_free_bytes: int = 0) -> str | None:

@@ -165,12 +165,6 @@ def repeat_problems(audit: list[CellPrompts]) -> list[str]:
     return list(problems.values())
 
 
-def check_no_repeats(audit: list[CellPrompts]) -> None:
-    """Stop before launch when a measured prompt would not be new to its engine; one line per cause."""
-    if problems := repeat_problems(audit):
-        raise ConfigError("measured prompts would repeat:\n  " + "\n  ".join(problems))
-
-
 def corpus_rows(
     audit: list[CellPrompts], corpora: dict[CorpusKey, CorpusRead] | None = None
 ) -> list[dict[str, object]]:

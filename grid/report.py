@@ -28,11 +28,6 @@ from vocab.paths import existing_store
 STORE_PAGE = "store"
 
 
-def write_report(overrides: list[str]) -> Path:
-    """Analyse the experiment's cells in the store and write the page; return its path."""
-    return _write_report(overrides)[0]
-
-
 def _write_report(overrides: list[str]) -> tuple[Path, list[str]]:
     """The page's path, and its notes naming each cell left out (damaged file, failed, INVALID)."""
     cfg = compose_config(overrides)

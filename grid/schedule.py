@@ -221,19 +221,6 @@ def finish(launch: Launch) -> None:
         remove_placement_group(launch.pg)
 
 
-def run_groups(
-    groups: list[EngineGroup],
-    ctx: RunContext,
-    ray_cfg: RayConfig,
-    max_attempts: int = 1,
-    on_outcome: Callable[[CellOutcome], None] = lambda _: None,
-    stop: Stop | None = None,
-    leases: CellLeases | None = None,
-) -> list[CellOutcome]:
-    """Run every group on the cluster; return all outcomes (every attempt), in completion order."""
-    return run_phases([groups], ctx, ray_cfg, max_attempts, on_outcome, stop, leases)
-
-
 def run_phases(
     phases: list[list[EngineGroup]],
     ctx: RunContext,

@@ -453,10 +453,6 @@ def open_store(value: str | os.PathLike[str], options: Mapping[str, Any] | None 
     return StorePath(Store.open(text, options))
 
 
-def is_remote(root: object) -> bool:
-    return isinstance(root, StorePath)
-
-
 @contextlib.contextmanager
 def local_copy_dir() -> Iterator[Path]:
     """A temp folder for files passed through on their way to or from a remote store."""

@@ -8,7 +8,6 @@ from analysis.decision import t_quantile
 from analysis.drift import (
     between_session_drift,
     drift_band,
-    normalise_by_anchor,
     session_drift,
     split_anchors,
 )
@@ -54,13 +53,6 @@ def test_band_is_max_of_within_and_between_session_drift():
     assert drift_band(drift, ["s1", "s2"]) == pytest.approx(8 / 106)
     assert math.isnan(drift_band(drift, ["s1", "s3"]))  # s3's drift unknown
     assert math.isnan(drift_band(drift, ["nope"]))  # no anchor at all
-
-
-def test_normalise_by_anchor_maps_each_session_onto_the_reference():
-    drift, _ = session_drift(RUNS)
-    cells = pd.DataFrame({"session_id": ["s1", "s2"], "output_tok_per_s": [204.0, 220.0]})
-    out = normalise_by_anchor(cells, drift)  # reference: s1 (first by id), anchor mean 102
-    assert out["output_tok_per_s_norm"].tolist() == pytest.approx([204.0, 220.0 * 102 / 110])
 
 
 def test_split_anchors_without_anchor_column_keeps_everything():

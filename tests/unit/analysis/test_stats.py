@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from analysis.stats import geometric_mean, relative_diff
+from analysis.stats import geometric_mean
 
 
 def test_geometric_mean_by_hand():
@@ -20,9 +20,3 @@ def test_geometric_mean_of_ratios_is_ratio_of_geometric_means():
 @pytest.mark.parametrize("values", [[], [1.0, 0.0], [2.0, -1.0], [1.0, math.nan]])
 def test_geometric_mean_undefined_is_nan(values):
     assert math.isnan(geometric_mean(values))
-
-
-def test_relative_diff():
-    assert relative_diff(110.0, 100.0) == pytest.approx(0.10)
-    assert relative_diff(90.0, 100.0) == pytest.approx(-0.10)
-    assert math.isnan(relative_diff(1.0, 0.0))

@@ -1,15 +1,13 @@
 """The pre-launch audit replays each launch's schedules: no measured prompt may be old to its engine."""
 
 import json
+import re
 from dataclasses import replace
-
-import pytest
 
 from grid.compose import compose_config
 from grid.expand import expand, to_config
 from grid.plan import group_by_engine
-from grid.prompt_audit import audit_groups, check_no_repeats, corpus_rows
-from vocab.errors import ConfigError
+from grid.prompt_audit import audit_groups, corpus_rows, repeat_problems
 from vocab.schema import CorpusSpec
 
 
@@ -34,7 +32,7 @@ def test_disjoint_corpora_on_one_engine_audit_clean(tmp_path):
     a = write_corpus(tmp_path, "a", [f"a{i}" for i in range(40)])
     b = write_corpus(tmp_path, "b", [f"b{i}" for i in range(40)])
     audit = audit_groups(groups_for(tmp_path, [a, b], "grid.engine_reuse=per_spec"), tmp_path, probe_count=8)
-    check_no_repeats(audit)
+    assert repeat_problems(audit) == []
     assert [row["prompts_reused"] for row in corpus_rows(audit)] == [0, 0]
     assert corpus_rows(audit)[0]["distinct_prompts"] == 40
 
@@ -48,25 +46,30 @@ def test_a_corpus_sharing_prompts_with_an_earlier_one_on_the_engine_stops_the_ru
     reused = {row.corpus: row.reuse for row in audit}
     assert reused["a"].total == 0
     assert reused["mix"].in_earlier_corpus > 0
-    with pytest.raises(ConfigError, match=r"tiny/van/mix/r0: \d+ of 25 measured prompts were already sent"):
-        check_no_repeats(audit)
+    assert any(
+        re.search(r"tiny/van/mix/r0: \d+ of 25 measured prompts were already sent", p)
+        for p in repeat_problems(audit)
+    )
     # A fresh engine per corpus: the same corpora audit clean.
-    check_no_repeats(
-        audit_groups(groups_for(tmp_path, [a, mix], "grid.engine_reuse=per_corpus"), tmp_path, 8)
+    assert (
+        repeat_problems(
+            audit_groups(groups_for(tmp_path, [a, mix], "grid.engine_reuse=per_corpus"), tmp_path, 8)
+        )
+        == []
     )
     # A shared launch resets the engine before every cell: one launch, and still nothing old to it.
     shared = groups_for(tmp_path, [a, mix], "grid.engine_reuse=shared")
     assert len(shared) == 1 and len(shared[0].cells) == 2
-    check_no_repeats(audit_groups(shared, tmp_path, 8))
+    assert repeat_problems(audit_groups(shared, tmp_path, 8)) == []
 
 
 def test_a_corpus_too_small_is_named_with_its_size(tmp_path):
     a = write_corpus(tmp_path, "a", [f"a{i}" for i in range(40)])
     small = write_corpus(tmp_path, "small", [f"s{i}" for i in range(20)])
     audit = audit_groups(groups_for(tmp_path, [a, small]), tmp_path, probe_count=0)
-    with pytest.raises(
-        ConfigError, match=r"corpus 'small' has 20 distinct prompts but a cell sends 4 warm-up \+ 25"
-    ):
-        check_no_repeats(audit)
+    assert any(
+        re.search(r"corpus 'small' has 20 distinct prompts but a cell sends 4 warm-up \+ 25", p)
+        for p in repeat_problems(audit)
+    )
     rows = {r["corpus"]: r for r in corpus_rows(audit)}
     assert rows["small"]["prompts_reused"] > 0  # what allow_repeats would measure
