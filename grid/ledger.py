@@ -3,7 +3,8 @@
 The one definition of a cell's state (attempt_state): an ok attempt measured VALID is done, one
 measured INVALID is invalid (not done: resume measures it again, up to run.invalid_reruns), an attempt
 that raised is failed, one a stop cut short is interrupted, a cell with no attempt is pending. `run`
-(its bar, its closing line, its exit code) and `status` count by it.
+(its bar, its closing line, its exit code) and `status` count by it; measured_again is the one rule
+of which cells a run measures again (`select`) and of what run and status say about it (resume_fate).
 
 A cell is done iff it has an ok manifest whose files are whole: each file's
 size and sha256 as the manifest recorded them (store/verify.py; manifests
@@ -31,6 +32,9 @@ INTERRUPTED = "interrupted"
 DAMAGED = "damaged"
 # Not done: run again under run.mode=resume and run.mode=failed.
 NOT_DONE = (FAILED, INTERRUPTED, DAMAGED)
+# Measured (an ok attempt with whole files), VALID or not: a later failure never undoes it, and a
+# dead driver's lease on it is removed rather than taken over (grid/lease.py clear_stale_on_done).
+MEASURED = (DONE, INVALID)
 
 
 def attempt_state(status: str, valid: bool | None) -> str:
@@ -41,13 +45,35 @@ def attempt_state(status: str, valid: bool | None) -> str:
     return INTERRUPTED if status == INTERRUPTED else FAILED
 
 
-def invalid_fate(invalid_runs: int, keep_invalid: bool, invalid_reruns: int | None) -> str:
-    """What resume does with an INVALID cell, in words (run's `kept INVALID` line, status)."""
+def measured_again(
+    status: str, invalid_runs: int, mode: str, keep_invalid: bool = False, invalid_reruns: int | None = None
+) -> bool:
+    """Whether a run under `mode` measures a cell in `status` again (run.force aside): the one rule
+    of rerun eligibility, for `select` (what run measures) and resume_fate (what run and status say).
+
+    `all`: every cell. `resume`: pending, failed, interrupted, damaged. `failed`: failed, interrupted,
+    damaged. Under both, an INVALID cell (measured `invalid_runs` times INVALID) too, unless
+    `keep_invalid`, and at most `invalid_reruns` times (None: no cap). A done cell never.
+    """
+    if mode == "all":
+        return True
+    if status == INVALID:
+        return not keep_invalid and (invalid_reruns is None or invalid_runs <= invalid_reruns)
+    return status in {"resume": (PENDING, *NOT_DONE), "failed": NOT_DONE}[mode]
+
+
+def resume_fate(
+    status: str, invalid_runs: int = 0, keep_invalid: bool = False, invalid_reruns: int | None = None
+) -> str:
+    """What resume does with a cell in `status`, in words (run's `kept INVALID` line, status), by
+    measured_again: 'measured again on resume', or why it is kept."""
+    if measured_again(status, invalid_runs, "resume", keep_invalid, invalid_reruns):
+        return "measured again on resume"
+    if status != INVALID:
+        return "kept"
     if keep_invalid:
         return "kept (run.keep_invalid)"
-    if invalid_reruns is not None and invalid_runs > invalid_reruns:
-        return f"kept: INVALID in {invalid_runs} runs, run.invalid_reruns={invalid_reruns} used up"
-    return "measured again on resume"
+    return f"kept: INVALID in {invalid_runs} runs, run.invalid_reruns={invalid_reruns} used up"
 
 
 @dataclass
@@ -101,7 +127,7 @@ def build_ledger(root: StoreRoot, checksums: bool = True) -> Ledger:
                 if (damage := damage_of[(attempt.cell_key, attempt.attempt_id)]) is not None:
                     damaged.append(damage)
                     problems.append(str(damage))
-                    if state.status not in (DONE, INVALID):
+                    if state.status not in MEASURED:
                         state.status = DAMAGED
                         state.last_error = damage.short()
                     continue
@@ -114,7 +140,7 @@ def build_ledger(root: StoreRoot, checksums: bool = True) -> Ledger:
                     state.invalid_runs += 1
                     state.status = INVALID
                     state.last_error = "measured INVALID (a validity gate failed; see invalid_reasons)"
-            elif state.status not in (DONE, INVALID):
+            elif state.status not in MEASURED:
                 state.status, state.last_error = now, attempt.error
         states[key] = state
     return Ledger(states, problems, damaged, footer_only)
@@ -138,19 +164,11 @@ def select(
     def forced(cell: Cell) -> bool:
         return any(cell.key.startswith(f) or cell.label.startswith(f) for f in force)
 
-    if mode == "all":
-        return list(cells)
-    wanted = {"resume": (PENDING, *NOT_DONE), "failed": NOT_DONE}[mode]
-    if not keep_invalid:
-        wanted = (*wanted, INVALID)
+    def again(cell: Cell) -> bool:
+        status, runs = ledger.status(cell.key), ledger.invalid_runs(cell.key)
+        return measured_again(status, runs, mode, keep_invalid, invalid_reruns)
 
-    def wanted_now(cell: Cell) -> bool:
-        status = ledger.status(cell.key)
-        if status == INVALID and invalid_reruns is not None:
-            return status in wanted and ledger.invalid_runs(cell.key) <= invalid_reruns
-        return status in wanted
-
-    return [c for c in cells if wanted_now(c) or forced(c)]
+    return [c for c in cells if again(c) or forced(c)]
 
 
 def kept_invalid(cells: list[Cell], ledger: Ledger, todo: list[Cell]) -> list[Cell]:

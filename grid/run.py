@@ -31,11 +31,12 @@ from grid.ledger import (
     FAILED,
     INTERRUPTED,
     INVALID,
+    MEASURED,
     Ledger,
     attempt_state,
     build_ledger,
-    invalid_fate,
     kept_invalid,
+    resume_fate,
     select,
 )
 from grid.plan import group_by_engine
@@ -106,13 +107,13 @@ def _run(overrides: list[str], console: Console | None) -> int:
     for problem in ledger.problems:
         console.print(f"[yellow]store:[/] {problem}")
     # A killed driver's lease on a cell measured since (done or INVALID) is taken over by no one.
-    clear_stale_on_done(ctx.store_root, lambda key: ledger.status(key) in (DONE, INVALID), console.print)
+    clear_stale_on_done(ctx.store_root, lambda key: ledger.status(key) in MEASURED, console.print)
     todo = select(
         cells, ledger, config.run.mode, config.run.force, config.run.keep_invalid, config.run.invalid_reruns
     )
     if config.run.mode != "all" and not config.run.keep_invalid:
         for cell in kept_invalid(cells, ledger, todo):
-            fate = invalid_fate(ledger.invalid_runs(cell.key), False, config.run.invalid_reruns)
+            fate = resume_fate(INVALID, ledger.invalid_runs(cell.key), False, config.run.invalid_reruns)
             console.print(
                 f"[yellow]kept INVALID[/] {cell.label}: {fate}; reasons in `python -m grid summary`; "
                 f"fix the load or gates (e.g. more prompts), then {escape(f'run.force=[{cell.label}]')}"
@@ -275,7 +276,7 @@ def conclude(
     after = build_ledger(ctx.store_root, checksums=False) if invalid else None
     for outcome in invalid:
         runs = after.invalid_runs(outcome.cell_key) if after else 1
-        fate = invalid_fate(runs, config.run.keep_invalid, config.run.invalid_reruns)
+        fate = resume_fate(INVALID, runs, config.run.keep_invalid, config.run.invalid_reruns)
         console.print(f"[red]INVALID[/] {outcome.label}: {outcome.invalid_reasons} ({fate})")
         cell = cells_by_key.get(outcome.cell_key)
         if cell is not None and (fix := invalid_fix(cell, session_cells, config, distinct or {})):

@@ -16,7 +16,17 @@ from analysis.summary import latest_cells
 from grid.compose import check_run_mode, compose_config, names_a_grid, pop_format
 from grid.expand import expand, to_config
 from grid.lease import unreadable_leases
-from grid.ledger import DAMAGED, DONE, FAILED, INTERRUPTED, INVALID, PENDING, build_ledger, invalid_fate
+from grid.ledger import (
+    DAMAGED,
+    DONE,
+    FAILED,
+    INTERRUPTED,
+    INVALID,
+    MEASURED,
+    PENDING,
+    build_ledger,
+    resume_fate,
+)
 from store.fs import redact
 from store.lease import all_leases
 from vocab.console import Col, make_console, print_table, write_rows
@@ -100,7 +110,7 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
     console.print(
         f"{what}: done {counts[DONE]}, "
         f"invalid {counts[INVALID]} ({invalid_note}), failed {counts[FAILED]}, "
-        f"interrupted {counts[INTERRUPTED]}, damaged {counts[DAMAGED]} (measured again on resume)"
+        f"interrupted {counts[INTERRUPTED]}, damaged {counts[DAMAGED]} ({resume_fate(DAMAGED)})"
         + (f", pending {counts[PENDING]}" if scope is not None else "")
     )
     now = time.time()
@@ -111,7 +121,7 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
         if (why := lease.stale(now)) is not None:  # as `run` decides it: expired, or its pid gone here
             after = (
                 "the next run removes it"
-                if ledger.status(lease.cell_key) in (DONE, INVALID)
+                if ledger.status(lease.cell_key) in MEASURED
                 else "the next run takes it over"
             )
             console.print(
@@ -151,15 +161,15 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
 
 
 def invalid_words(ledger: Any, cells: list[Named], keep_invalid: bool, invalid_reruns: int | None) -> str:
-    """What resume does with the INVALID cells (grid/ledger.py invalid_fate), e.g. 'measured again on
+    """What resume does with the INVALID cells (grid/ledger.py resume_fate), e.g. 'measured again on
     resume', '1 kept: INVALID in 2 runs, run.invalid_reruns=1 used up'."""
     fates = Counter(
-        invalid_fate(ledger.invalid_runs(c.key), keep_invalid, invalid_reruns)
+        resume_fate(INVALID, ledger.invalid_runs(c.key), keep_invalid, invalid_reruns)
         for c in cells
         if ledger.status(c.key) == INVALID
     )
     if len(fates) <= 1:
-        return next(iter(fates), "measured again on resume")
+        return next(iter(fates), resume_fate(INVALID))
     return "; ".join(f"{n} {fate}" for fate, n in sorted(fates.items()))
 
 

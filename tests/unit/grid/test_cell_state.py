@@ -7,7 +7,7 @@ import types
 import pandas as pd
 from rich.console import Console
 
-from grid.ledger import DONE, FAILED, INTERRUPTED, INVALID, attempt_state, invalid_fate
+from grid.ledger import DONE, FAILED, INTERRUPTED, INVALID, attempt_state, resume_fate
 from grid.run import cell_counts, cell_line, conclude, exit_code, invalid_fix, progress_line
 from grid.stop import Stop
 from workers.runner import CellOutcome, RunContext
@@ -50,9 +50,9 @@ def test_the_bar_and_the_log_line_carry_the_verdict():
 
 
 def test_resume_words_say_when_the_reruns_are_used_up():
-    assert invalid_fate(1, False, 1) == "measured again on resume"
-    assert invalid_fate(2, False, 1) == "kept: INVALID in 2 runs, run.invalid_reruns=1 used up"
-    assert invalid_fate(1, True, 1) == "kept (run.keep_invalid)"
+    assert resume_fate(INVALID, 1, False, 1) == "measured again on resume"
+    assert resume_fate(INVALID, 2, False, 1) == "kept: INVALID in 2 runs, run.invalid_reruns=1 used up"
+    assert resume_fate(INVALID, 1, True, 1) == "kept (run.keep_invalid)"
 
 
 def test_conclude_names_each_invalid_cell_with_its_reason_and_exits_1(tmp_path):

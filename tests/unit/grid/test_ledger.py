@@ -4,10 +4,24 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from grid.compose import compose_config
 from grid.expand import expand, to_config
-from grid.ledger import DONE, FAILED, INTERRUPTED, INVALID, PENDING, build_ledger, select
+from grid.ledger import (
+    DAMAGED,
+    DONE,
+    FAILED,
+    INTERRUPTED,
+    INVALID,
+    PENDING,
+    CellState,
+    Ledger,
+    build_ledger,
+    resume_fate,
+    select,
+)
+from grid.status import Named, invalid_words
 from store.layout import StoreLayout
 from store.writer import write_failed_attempt, write_ok_attempt
 from tests.unit.store.test_writer_read import records, tags
@@ -83,3 +97,37 @@ def test_attempts_written_within_one_second_keep_their_order(tmp_path):
     write_failed_attempt(layout, tags(cell.key, "s1-aa"), "interrupted: SIGINT received", "", "interrupted")
     state = build_ledger(tmp_path).states[cell.key]
     assert (state.status, state.last_error) == (INTERRUPTED, "interrupted: SIGINT received")
+
+
+def fake_ledger(status: str, invalid_runs: int) -> Ledger:
+    key = smoke_cells()[0].key
+    states = {} if status == PENDING else {key: CellState(key, status, attempts=1, invalid_runs=invalid_runs)}
+    return Ledger(states, [])
+
+
+@pytest.mark.parametrize("status", [DONE, INVALID, FAILED, INTERRUPTED, DAMAGED, PENDING])
+@pytest.mark.parametrize(("keep_invalid", "invalid_reruns"), [(False, None), (True, None), (False, 1)])
+@pytest.mark.parametrize("invalid_runs", [1, 2])
+def test_status_words_and_select_agree_on_what_resume_measures_again(
+    status, keep_invalid, invalid_reruns, invalid_runs
+):
+    """One rule (measured_again) for run's selection and for what run and status say resume does."""
+    cell = smoke_cells()[0]
+    ledger = fake_ledger(status, invalid_runs if status == INVALID else 0)
+    chosen = select([cell], ledger, "resume", [], keep_invalid, invalid_reruns) == [cell]
+    words = resume_fate(status, ledger.invalid_runs(cell.key), keep_invalid, invalid_reruns)
+    assert (words == "measured again on resume") == chosen
+    used_up = invalid_reruns == 1 and invalid_runs == 2
+    assert chosen == (status != DONE and not (status == INVALID and (keep_invalid or used_up)))
+    if status == INVALID:  # status's count line says the same (grid/status.py invalid_words)
+        named = [Named(cell.key, cell.label)]
+        assert invalid_words(ledger, named, keep_invalid, invalid_reruns) == words
+    # run.mode=failed: the not-done states and INVALID as under resume; never a pending or done cell.
+    again = select([cell], ledger, "failed", [], keep_invalid, invalid_reruns) == [cell]
+    assert again == (chosen and status != PENDING)
+    assert select([cell], ledger, "all", [], keep_invalid, invalid_reruns) == [cell]
+
+
+def test_failed_interrupted_and_damaged_share_the_words_status_prints_after_them():
+    assert {resume_fate(status) for status in (FAILED, INTERRUPTED, DAMAGED)} == {"measured again on resume"}
+    assert resume_fate(DONE) == "kept"
