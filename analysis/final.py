@@ -14,7 +14,7 @@ Score of a lever for a model, per repeat (session_id, repeat):
 
 Final lever: the tuning procedure's walk (experiments/tune.py), with the one
 rule of analysis.decision: the incumbent starts as van; each lever in stage
-order (van, suffix, bestkpad, w4a4, dynk, then any other by name) replaces it
+order (PROCEDURE: van, suffix, bestkpad, w4a4, dynk, then any other by name) replaces it
 only when judge(lever, incumbent) is a 'real gain' (its interval wholly above
 1 + drift band). speedup_vs_van = the judgement's ratio of final over van, shown
 with its interval, n repeats and label (Table 1). Only levers that cleared the
@@ -41,7 +41,21 @@ from analysis.stats import geometric_mean
 from vocab.cells import REFERENCE_LEVER
 
 FINAL_CORPUS = "mix"
-STAGE_ORDER = ("van", "suffix", "bestkpad", "w4a4", "dynk")
+# The tuning procedure's stages in order, each with the lever it proposes: experiments/tune.py runs
+# them, `walk` replays them over a study's scores. best_k sweeps the K of the drafting lever the
+# procedure has reached and confirm measures the final one again: neither proposes a lever of its own.
+PROCEDURE: tuple[tuple[str, str | None], ...] = (
+    ("van", "van"),
+    ("suffix", "suffix"),
+    ("kpad", "bestkpad"),
+    ("best_k", None),
+    ("w4a4", "w4a4"),
+    ("dynk", "dynk"),
+    ("confirm", None),
+)
+STAGE_LEVER = {stage: lever for stage, lever in PROCEDURE if lever is not None}
+# The walk's order of levers (then any other by name).
+STAGE_ORDER = tuple(STAGE_LEVER.values())
 # Table 1: the held-out confirmation's figure first (the one to deploy on: analysis/confirmation.py),
 # with what it could detect; then the tok/s the choice was scored on and what they are (scored_on:
 # the mix corpus, or a geometric mean over corpora that no single cell measured); the selection's

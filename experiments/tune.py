@@ -44,6 +44,7 @@ from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
 
 from analysis.drift import session_drift
+from analysis.final import PROCEDURE, STAGE_LEVER
 from analysis.load import anchor_runs, equivalence_table, measured_cells
 from analysis.medians import lever_medians
 from experiments.decide import KEEP, SKIP, Decision, LeverConfig, TuneRules, choose_k, decide_change
@@ -60,7 +61,9 @@ from vocab.schema import LeverSpec, ModelSpec
 from workers.engine.args import Endpoint, serve_argv, serve_env
 
 TUNE_CONF_DIR = CONF_DIR / "tune"
-STAGES = ("van", "suffix", "kpad", "best_k", "w4a4", "dynk", "confirm")
+# The stages in order and the lever each proposes: analysis/final.py PROCEDURE, which the study's walk
+# replays too.
+STAGES = tuple(stage for stage, _ in PROCEDURE)
 # Paired stages draw prompts from load.seed + STAGE_SEED_STEP x the stage's place in STAGES.
 STAGE_SEED_STEP = 100
 
@@ -257,15 +260,15 @@ def procedure(t: Tune) -> LeverConfig:
         # by the paired test, which needs van's own run-to-run agreement on the same prompts.
         t.stage("van", {"van": []}, "gates.equivalence.van_replicate_always=true")
     if "suffix" in stages:
-        candidate = t.uniform("suffix", cfg.suffix_k)
+        candidate = t.uniform(STAGE_LEVER["suffix"], cfg.suffix_k)
         best = t.change("suffix", best, candidate, t.measure("suffix", best, candidate))
     if "kpad" in stages:
-        candidate = t.uniform("bestkpad", cfg.kpad_k)
+        candidate = t.uniform(STAGE_LEVER["kpad"], cfg.kpad_k)
         best = t.change("kpad", best, candidate, t.measure("kpad", best, candidate))
     if "best_k" in stages:
         # Sweep the drafting lever the procedure has reached (K-pad, else suffix), kept or not
         # at its first K: another K may beat the incumbent where that one did not.
-        lever = "bestkpad" if "kpad" in stages else "suffix" if "suffix" in stages else None
+        lever = next((STAGE_LEVER[s] for s in ("kpad", "suffix") if s in stages), None)
         if lever is None:
             t.record(Decision("best_k", "K sweep", best.label, SKIP, "no drafting lever in the stages"))
         else:
@@ -285,11 +288,11 @@ def procedure(t: Tune) -> LeverConfig:
             )
             t.record(Decision("w4a4", "w4a4", best.label, SKIP, reason))
         else:
-            candidate = t.uniform("w4a4", 0)
+            candidate = t.uniform(STAGE_LEVER["w4a4"], 0)
             best = t.change("w4a4", best, candidate, t.measure("w4a4", best, candidate))
     if "dynk" in stages:
-        dynk = t.catalog.load(LeverSpec, "dynk")
-        candidate = t.uniform("dynk", dynk.ks[0])
+        dynk = t.catalog.load(LeverSpec, STAGE_LEVER["dynk"])
+        candidate = t.uniform(STAGE_LEVER["dynk"], dynk.ks[0])
         best = t.change("dynk", best, candidate, t.measure("dynk", best, candidate))
     return best
 
