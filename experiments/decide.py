@@ -25,8 +25,10 @@ analysis.decision (the same rule as the study's Table 1 and best K):
                   corpus at its K there (analysis/gate.py; none or no_reference is no pass)
                   and, for MoE models, no corpus is a 'real loss'
 
-The K sweep first chooses a K by analysis.decision.choose_smallest: the smallest
-K over which the top K (highest score) is not a real gain. The chosen K is
+The K sweep first chooses a K by the study's best-K rule (analysis/best_k.py:
+analysis.decision.choose_smallest with k_bands): the smallest K over which the
+top K (highest score) is not a real gain, each comparison's band over the
+sessions both K ran in. The chosen K is
 then a change like any other, kept only when it beats the incumbent.
 """
 
@@ -40,6 +42,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.best_k import k_bands
 from analysis.decision import (
     NO_BAND,
     NOT_JUDGED,
@@ -304,7 +307,8 @@ def choose_k(
     rules: TuneRules,
     final_corpus: str,
 ) -> tuple[int | None, Decision]:
-    """The deployment K from a sweep (module doc), and per corpus the best K by the same tie rule."""
+    """The deployment K from a sweep (module doc), and per corpus the best K, by the study's best-K
+    rule (analysis/best_k.py: choose_smallest, each comparison's band over the sessions both K ran in)."""
     scored = []
     for k in sorted(ks):
         repeats, sessions = score_repeats(medians, LeverConfig.uniform(lever, k, corpora), final_corpus)
@@ -314,12 +318,12 @@ def choose_k(
     if not scored:
         decision.reason = "no valid measurement of the sweep"
         return None, decision
-    band, _ = band_for(drift, {s for _, _, ss in scored for s in ss}, rules)
+    band = k_bands(drift, {k: sessions for k, _, sessions in scored})
     chosen, top_k = choose_smallest([(k, r) for k, r, _ in scored], band)
     values = {k: geometric_mean(v for _, _, v in r) for k, r, _ in scored}
     by_k = {k: r for k, r, _ in scored}
-    tie = judge(by_k[top_k], by_k[chosen], band)  # the comparison that decided, at its own lag
-    band_text = band_words(band, tie)
+    tie = judge(by_k[top_k], by_k[chosen], band(chosen, top_k))  # the comparison that decided, at its lag
+    band_text = band_words(band(chosen, top_k), tie)
     decision.decision = CHOSE
     decision.candidate_tok_per_s = values[chosen]
     decision.band = tie.band
@@ -328,8 +332,9 @@ def choose_k(
         + (f"; K={top_k} is no real gain over it, the smaller K wins" if top_k != chosen else "")
     )  # fmt: skip
     for corpus in corpora:
-        per = [(k, _row(medians, LeverConfig.uniform(lever, k, corpora), corpus)) for k in sorted(ks)]
-        per = [(k, r["repeats"]) for k, r in per if r is not None]
-        if per:
-            decision.per_corpus[corpus] = choose_smallest(per, band)[0]
+        rows = [(k, _row(medians, LeverConfig.uniform(lever, k, corpora), corpus)) for k in sorted(ks)]
+        found = [(k, row) for k, row in rows if row is not None]
+        if found:
+            per_k = k_bands(drift, {k: row["sessions"] for k, row in found})
+            decision.per_corpus[corpus] = choose_smallest([(k, row["repeats"]) for k, row in found], per_k)[0]
     return chosen, decision

@@ -3,6 +3,7 @@ import math
 import pandas as pd
 import pytest
 
+from analysis.best_k import best_k
 from experiments.decide import CHOSE, KEEP, REJECT, LeverConfig, TuneRules, choose_k, decide_change, score
 
 CORPORA = ["code_complete", "chat_bench"]
@@ -214,6 +215,23 @@ def test_best_k_prefers_the_smaller_k_within_the_band():
         "bestkpad", [4, 6, 8, 12], CORPORA, medians(rows), drift([("A", 0.001, 100.0)]), RULES, "mix"
     )
     assert tight == 8
+
+
+def test_the_tunes_k_per_corpus_is_the_studys_best_k():
+    """One best-K rule (analysis/best_k.py: choose_smallest with k_bands) for the tune's sweep and
+    the study's best K: each comparison's band is over the sessions its two K ran in. K=4, 6 and 8
+    ran in a quiet session B, K=12 in a drifting one A: 8 beats 4 and 6 on B's band alone (a band
+    over the whole sweep's sessions, as the tune had, took A's drift in too and kept K=4)."""
+    rows = [
+        (c, "bestkpad", k, v * (1.0 if c == "code_complete" else 0.9), session)
+        for c in CORPORA
+        for k, v, session in ((4, 110.0, "B"), (6, 111.0, "B"), (8, 112.0, "B"), (12, 111.5, "A"))
+    ]
+    figures, anchors = medians(rows), drift([("A", 0.05, 100.0), ("B", 0.001, 100.0)])
+    chosen, d = choose_k("bestkpad", [4, 6, 8, 12], CORPORA, figures, anchors, RULES, "mix")
+    study = best_k(figures, anchors).set_index("corpus")["best_k"].to_dict()
+    assert d.per_corpus == study == {"code_complete": 8, "chat_bench": 8}
+    assert chosen == 8
 
 
 def test_a_loss_beyond_the_band_is_called_slower_not_within():
