@@ -238,9 +238,6 @@ class Store:
         # The URL and options only: the worker builds its own filesystem (and credentials) on its node.
         return (Store.open, (self.url, dict(self.options)))
 
-    def options_dict(self) -> dict[str, Any]:
-        return dict(self.options)
-
     def __repr__(self) -> str:
         # Options are left out: only where the store is belongs in a message.
         return f"Store({redact(self.url)!r})"

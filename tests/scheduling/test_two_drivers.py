@@ -23,9 +23,7 @@ from tests.scheduling.test_faults import CELLS
 def overrides_for(inputs, cluster, root, *extra):
     base = [o for o in stub_overrides(inputs, cluster, *extra) if not o.startswith("paths.store=")]
     options = (
-        options_override(root.store.options_dict()["endpoint_override"])
-        if isinstance(root, StorePath)
-        else []
+        options_override(dict(root.store.options)["endpoint_override"]) if isinstance(root, StorePath) else []
     )
     return [*base, f"paths.store={root}", *options, "ray.max_in_flight=1", "+engine.env.STUB_DELAY_S=0.05"]
 

@@ -122,7 +122,7 @@ def test_status_shows_leased_cells_with_their_owner(store_root):
     create(lease_path(store_root, b.key), stale)
     overrides = ["experiment=smoke", f"paths.store={store_root}"]
     if isinstance(store_root, StorePath):
-        overrides += options_override(store_root.store.options_dict()["endpoint_override"])
+        overrides += options_override(dict(store_root.store.options)["endpoint_override"])
     console = Console(record=True, width=400)
     assert status(overrides, console) == 0
     out = console.export_text()

@@ -83,7 +83,7 @@ def test_status_reads_the_store_url(store_root):
     hurt, path = damaged_store(store_root)
     overrides = ["experiment=smoke", f"paths.store={store_root}"]
     if isinstance(store_root, StorePath):
-        overrides.extend(options_override(store_root.store.options_dict()["endpoint_override"]))
+        overrides.extend(options_override(dict(store_root.store.options)["endpoint_override"]))
         assert str(path).startswith("s3://")
     console = Console(record=True, width=400)
     assert status(overrides, console) == 0
@@ -139,7 +139,7 @@ def test_notebooks_open_a_url_store_from_the_environment(s3_url):
     url, options = s3_url
     root = store_root_from_env({"LEVER_GRID_STORE": url, "LEVER_GRID_STORE_OPTIONS": json.dumps(options)})
     assert isinstance(root, StorePath) and str(root) == url
-    assert root.store.options_dict() == options
+    assert dict(root.store.options) == options
 
 
 def test_preflight_names_a_bucket_it_cannot_write(s3_url):
