@@ -265,71 +265,80 @@ def _json_array_rows(path: Path) -> Iterator[tuple[int, Any]]:
     An element that is not a JSON value breaks the array: the rest cannot be
     found, so that is an error for the file (naming the element), not a bad row.
     """
-    decoder = json.JSONDecoder()
-    chunks = _utf8_chunks(path)
-    buf, pos, eof = "", 0, False
-
-    def more() -> bool:
-        nonlocal buf, pos, eof
-        chunk = next(chunks, None)
-        if chunk is None:
-            eof = True
-            return False
-        buf, pos = buf[pos:] + chunk, 0
-        return True
-
-    def next_char() -> str | None:
-        """The next character that is not whitespace (not consumed), None at the end of the file."""
-        nonlocal pos
-        while True:
-            while pos < len(buf) and buf[pos] in " \t\r\n":
-                pos += 1
-            if pos < len(buf):
-                return buf[pos]
-            if not more():
-                return None
-
-    def broken(what: str) -> UnreadableTrace:
-        return UnreadableTrace(
-            f"corpus file {path} holds a JSON array that is broken {what}; "
-            "repair it, or convert it to JSON lines (one row a line, e.g. `jq -c '.[]'`)"
-        )
-
-    if next_char() != "[":
-        raise broken("at its start (it does not open with '[')")
-    pos += 1
+    reader = _ArrayReader(path)
+    if reader.next_char() != "[":
+        raise reader.broken("at its start (it does not open with '[')")
+    reader.pos += 1
     index = 0
-    if next_char() == "]":
-        pos += 1
+    if reader.next_char() == "]":
+        reader.pos += 1
     else:
         while True:
-            if next_char() is None:
-                raise broken(f"after element {index} (the file ends before its closing ']')")
-            while True:
-                try:
-                    value, end = decoder.raw_decode(buf, pos)
-                except json.JSONDecodeError as exc:
-                    if len(buf) - pos > MAX_ELEMENT_BYTES or not more():
-                        raise broken(f"at element {index + 1} (not JSON: {exc.msg})") from exc
-                    continue
-                # A number cut at a chunk's end decodes too: read on until the value is followed.
-                if end == len(buf) and not eof and more():
-                    continue
-                break
-            pos = end
+            if reader.next_char() is None:
+                raise reader.broken(f"after element {index} (the file ends before its closing ']')")
             index += 1
-            yield index, value
-            char = next_char()
+            yield index, reader.element(index)
+            char = reader.next_char()
             if char == ",":
-                pos += 1
+                reader.pos += 1
                 continue
             if char == "]":
-                pos += 1
+                reader.pos += 1
                 break
             found = "the end of the file" if char is None else repr(char)
-            raise broken(f"after element {index} (expected ',' or ']', found {found})")
-    if next_char() is not None:
-        raise broken(f"after its closing ']' (more follows after element {index})")
+            raise reader.broken(f"after element {index} (expected ',' or ']', found {found})")
+    if reader.next_char() is not None:
+        raise reader.broken(f"after its closing ']' (more follows after element {index})")
+
+
+class _ArrayReader:
+    """A JSON array's text as it is read, a chunk at a time: `buf` from `pos` is still to read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.chunks = _utf8_chunks(path)
+        self.decoder = json.JSONDecoder()
+        self.buf, self.pos, self.eof = "", 0, False
+
+    def more(self) -> bool:
+        """Append the next chunk to what is left; False at the end of the file."""
+        chunk = next(self.chunks, None)
+        if chunk is None:
+            self.eof = True
+            return False
+        self.buf, self.pos = self.buf[self.pos :] + chunk, 0
+        return True
+
+    def next_char(self) -> str | None:
+        """The next character that is not whitespace (not consumed), None at the end of the file."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return None
+
+    def element(self, index: int) -> Any:
+        """The JSON value at `pos` (element `index`, 1-based), consumed."""
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                if len(self.buf) - self.pos > MAX_ELEMENT_BYTES or not self.more():
+                    raise self.broken(f"at element {index} (not JSON: {exc.msg})") from exc
+                continue
+            # A number cut at a chunk's end decodes too: read on until the value is followed.
+            if end == len(self.buf) and not self.eof and self.more():
+                continue
+            self.pos = end
+            return value
+
+    def broken(self, what: str) -> UnreadableTrace:
+        return UnreadableTrace(
+            f"corpus file {self.path} holds a JSON array that is broken {what}; "
+            "repair it, or convert it to JSON lines (one row a line, e.g. `jq -c '.[]'`)"
+        )
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[int, Any]]:
