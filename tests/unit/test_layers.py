@@ -57,12 +57,14 @@ def test_ray_is_imported_in_one_module():
     assert importers == ["grid/schedule.py"]
 
 
-# workers/ in three parts under the cell loop (runner.py): the load client is the base, the engine
-# may name its prompts (what a launch was sent), the signals read both; none reaches the loop.
+# workers/ in three parts under the cell loop (runner.py and the modules beside it: launch, cell,
+# summary, attempts, ...): the load client is the base, the engine may name its prompts (what a
+# launch was sent), the signals read both; none reaches the loop.
+LOOP = {path.stem for path in project_path("workers").glob("*.py")} - {"__init__"}
 WORKER_PARTS = {
-    "load": {"engine", "signals", "runner", "phases"},
-    "engine": {"signals", "runner", "phases"},
-    "signals": {"runner", "phases"},
+    "load": {"engine", "signals"} | LOOP,
+    "engine": {"signals"} | LOOP,
+    "signals": LOOP,
 }
 
 

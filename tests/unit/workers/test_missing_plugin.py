@@ -1,7 +1,7 @@
 from grid.compose import compose_config
 from grid.expand import expand, to_config
 from grid.plan import group_by_engine
-from workers.runner import missing_plugin
+from workers.launch import missing_plugin
 
 
 def spec(lever, *overrides):

@@ -1,11 +1,11 @@
-"""A cell whose engine died names the engine, the stage and its last log lines (workers/runner.py)."""
+"""A cell whose engine died names the engine, the stage and its last log lines (workers/attempts.py)."""
 
 import subprocess
 import sys
 
+from workers.attempts import engine_death, log_lines_before_death
 from workers.engine.process import Engine, exit_description, new_endpoint
 from workers.engine.tree import EngineProcess
-from workers.runner import engine_death, log_lines_before_death
 
 LOG = """$ python -m vllm.entrypoints.openai.api_server --api-key secret-key
 (APIServer pid=1) INFO Starting vLLM API server

@@ -111,8 +111,9 @@ def test_a_corpus_is_hashed_by_its_bytes_file_or_folder(tmp_path):
 
 def test_a_corpus_that_is_not_the_planned_one_stops_the_cell_with_one_line(tmp_path):
     from vocab.cells import Cell
+    from workers.cell import run_cell
+    from workers.context import RunContext
     from workers.load.prompts import CorpusChanged, check_planned, read_corpus
-    from workers.runner import RunContext, run_cell
 
     path = tmp_path / "corpora" / "code_complete.jsonl"
     path.parent.mkdir()

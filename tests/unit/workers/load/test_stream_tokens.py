@@ -2,9 +2,9 @@
 
 from vocab.schema import GateConfig
 from workers.load.client import LoopLag, RequestRecord
-from workers.runner import stream_checks, summarize
 from workers.signals.counters import ServerCounters
 from workers.signals.server_load import LoadSample
+from workers.summary import stream_checks, summarize
 
 S = 1_000_000_000
 

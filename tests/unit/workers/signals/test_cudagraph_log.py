@@ -4,7 +4,7 @@ import time
 from grid.compose import compose_config
 from grid.expand import expand, to_config
 from grid.plan import group_by_engine
-from workers.runner import logs_cudagraph_tables
+from workers.cell import logs_cudagraph_tables
 from workers.signals.cudagraph_log import columns, columns_since, flush_timeout_s, step_counts, wait_for_table
 
 LOG = """(EngineCore pid=7) INFO 11-30 07:00:00 [loggers.py:257] Avg generation throughput: 8000 tok/s

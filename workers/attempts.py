@@ -1,0 +1,201 @@
+"""Attempts that did not finish: failed, lost or interrupted, each recorded as a manifest with its
+reason, so one failure never loses the others' results and a full store never kills a worker."""
+
+from __future__ import annotations
+
+import errno
+import json
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from store.fs import StoreRoot
+from store.layout import MANIFEST, StoreLayout
+from store.space import FULL, STORE_UNUSABLE, store_problem, write_failure
+from store.writer import utc_now, write_failed_attempt
+from vocab.cells import Cell
+from vocab.groups import EngineGroup
+from workers.cell import ENGINE_EXIT_GRACE_S, EngineDied, RequestsRejected, ServerFailed
+from workers.context import CellOutcome, RunContext
+from workers.engine.process import Engine, exit_description, log_tail
+from workers.engine.tree import API_SERVER, EngineProcess, death_line, names
+from workers.launch import stored_log_tail
+
+# Lines of the engine's log quoted in the error of a cell whose engine died.
+DEATH_LOG_LINES = 5
+
+
+def failed_cell(
+    exc: Exception,
+    engine: Engine,
+    stage: str,
+    layout: StoreLayout,
+    ctx: RunContext,
+    cell: Cell,
+    attempt_id: str,
+) -> CellOutcome:
+    """Record a cell whose measurement or storing raised `exc` during `stage` (call it from the
+    `except` block: the traceback goes into the manifest). An engine that died is named as the
+    cause; a store that cannot take results stops the run."""
+    symptom = f"{type(exc).__name__}: {exc}"
+    # An engine that died is the cause; what failed next (a refused connection) only its symptom.
+    if isinstance(exc, EngineDied):
+        lost, seen = exc.lost, exc.seen
+    elif isinstance(exc, ServerFailed | RequestsRejected):
+        lost, seen = [], ""  # the engine was found whole just before (check_answers)
+    else:
+        lost, seen = engine.wait_lost(ENGINE_EXIT_GRACE_S), ""
+    error = engine_death(engine, lost, stage, seen) if lost else cell_error(exc, symptom)
+    followed = bool(lost) and not isinstance(exc, EngineDied)
+    detail = error + (f"\nwhat failed next: {symptom}" if followed else "")
+    detail += "\n" + traceback.format_exc(limit=3)
+    tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
+    note = record_failure(layout, tags, detail, log_tail(engine.log_path), label=cell.label)
+    # A disk that filled while the results were written stops the run even when the probe's few
+    # bytes still fit (run.min_store_free_mb=0): another engine start would fill it again.
+    full = store_full(ctx.store_root, exc)
+    if full or ((isinstance(exc, OSError) or note) and (full := store_problem(ctx.store_root, 0))):
+        return CellOutcome(cell.key, cell.label, attempt_id, "failed", full, stops_run=True)
+    return CellOutcome(cell.key, cell.label, attempt_id, "failed", error + note)
+
+
+def log_lines_before_death(path: Path, lines: int = DEATH_LOG_LINES) -> str:
+    """The last lines of an engine log that say something.
+
+    Left out: blanks, HTTP access lines and the command line the log opens with (it holds the API key).
+    """
+    kept = [
+        line.strip()[:300]
+        for line in log_tail(path, 400).splitlines()
+        if line.strip()
+        and not line.startswith("$ ")
+        and not (line.startswith("INFO:") and '" ' in line and "HTTP/1.1" in line)
+    ]
+    return " | ".join(kept[-lines:]) or "(empty)"
+
+
+def engine_death(engine: Engine, lost: list[EngineProcess], stage: str, seen: str = "") -> str:
+    """`engine died during the measured load: EngineCore (pid 12) gone, API server (pid 10) still up;
+    last lines of its log: ...` (`engine exited (signal 9) during ...` when the API server went)."""
+    code = engine.exit_code()
+    root = engine.root() or EngineProcess(API_SERVER, 0, 0)
+    line = death_line(lost, root, stage, None if code is None else exit_description(code))
+    return (
+        line
+        + (f" ({seen})" if seen else "")
+        + f"; last lines of its log: {log_lines_before_death(engine.log_path)}"
+    )
+
+
+def died_earlier(engine: Engine, lost: list[EngineProcess]) -> str:
+    """The error of a cell whose engine died before it began (under an earlier cell of the launch)."""
+    code = engine.exit_code()
+    how = "" if code is None else f", the API server {exit_description(code)}"
+    return f"engine died earlier in this launch ({names(lost)} gone{how})"
+
+
+def store_full(root: StoreRoot, exc: BaseException) -> str | None:
+    """'store cannot take results: <root> is full (...)' when `exc` (or what caused it) is a full
+    disk or a quota reached, else None."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in FULL:
+            return f"{STORE_UNUSABLE}: {write_failure(root, seen)}"
+        if isinstance(seen, OSError) and "No space left on device" in str(seen):  # pyarrow: no errno
+            full = OSError(errno.ENOSPC, "No space left on device")
+            return f"{STORE_UNUSABLE}: {write_failure(root, full)}"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def cell_error(exc: Exception, symptom: str) -> str:
+    """The error of a cell whose engine is whole: the server's own line, else the exception's."""
+    return str(exc) if isinstance(exc, ServerFailed | RequestsRejected) else symptom
+
+
+def record_lost(group: EngineGroup, ctx: RunContext, error: str) -> list[CellOutcome]:
+    """Failed attempts for cells whose worker never reported (actor or node lost)."""
+    layout = StoreLayout(ctx.store_root)
+    logs = sorted(
+        layout.logs_dir(ctx.session_id).glob(f"{group.spec.key}-*.log"),
+        key=lambda p: p.stat().st_mtime,
+    )
+    tail = stored_log_tail(logs[-1]) if logs else ""
+    return [fail_cell(layout, ctx, cell, error, tail) for cell in group.cells]
+
+
+def record_interrupted(
+    group: EngineGroup, ctx: RunContext, since_s: float, reason: str, stop_s: float | None = None
+) -> list[CellOutcome]:
+    """Interrupted attempts for the group's cells that wrote nothing since `since_s` (epoch s).
+
+    The driver stopped (Ctrl-C, SIGTERM) while this launch ran: its finished
+    cells have their own manifests; the others are recorded as interrupted,
+    neither failed nor done, and run again on resume. A cell that failed after
+    the stop began (`stop_s`, less a second for coarse store clocks) failed
+    because of it: its engine was ended under it ("engine exited (signal 9)
+    during the warm-up", seen in CI), so it is recorded as interrupted too,
+    after the failure, whose attempt the ledger then reads as superseded.
+    """
+    layout = StoreLayout(ctx.store_root)
+    outcomes = []
+    for cell in group.cells:
+        recent = [m for m in layout.cell_dir(cell.key).glob(f"*/{MANIFEST}") if m.stat().st_mtime >= since_s]
+        casualties = [c for c in (stop_casualty(m, stop_s) for m in recent) if c is not None]
+        if len(casualties) < len(recent):
+            continue
+        if casualties:
+            after_written_at(max(c.get("written_at", "") for c in casualties))
+        attempt_id = ctx.new_attempt_id()
+        tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
+        note = record_failure(layout, tags, reason, "", status="interrupted", label=cell.label)
+        outcomes.append(CellOutcome(cell.key, cell.label, attempt_id, "interrupted", reason + note))
+    return outcomes
+
+
+def stop_casualty(manifest: Any, stop_s: float | None) -> dict[str, Any] | None:
+    """The manifest, if it is a failure written after the stop began (see record_interrupted)."""
+    if stop_s is None or manifest.stat().st_mtime < stop_s - 1.0:
+        return None
+    try:
+        data = json.loads(manifest.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("status") == "failed" else None
+
+
+def after_written_at(written_at: str) -> None:
+    """Wait until the store's clock has passed `written_at`, so the attempt written next sorts after
+    it in the ledger (written_at, then the random attempt id): a stamp of a store written before
+    written_at had microseconds (store/writer.utc_now) is in whole seconds."""
+    deadline = time.monotonic() + 2.0
+    while utc_now() <= written_at and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def record_failure(
+    layout: StoreLayout,
+    tags: dict[str, Any],
+    error: str,
+    tail: str,
+    status: str = "failed",
+    label: str | None = None,
+) -> str:
+    """Write a failed manifest; '' on success, else a note that it could not be written.
+
+    A store that is full or unwritable must not turn one failed cell into a dead worker.
+    """
+    try:
+        write_failed_attempt(layout, tags, error, tail, status, label)
+    except OSError as exc:
+        return f" (and the failure could not be recorded in the store: {type(exc).__name__}: {exc})"
+    return ""
+
+
+def fail_cell(layout: StoreLayout, ctx: RunContext, cell: Cell, error: str, tail: str) -> CellOutcome:
+    """Record a failed attempt of `cell` with `error` (its first line in the outcome) and a log tail."""
+    attempt_id = ctx.new_attempt_id()
+    tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
+    note = record_failure(layout, tags, error, tail, label=cell.label)
+    return CellOutcome(cell.key, cell.label, attempt_id, "failed", error.splitlines()[0] + note)
