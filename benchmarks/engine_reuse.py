@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from grid.run import run
+from grid.drive import drive
 from store.read import connect
 
 CORPORA = ["code_complete", "chat_bench"]
@@ -53,7 +53,7 @@ def main() -> None:
             "ba": [f"grid.corpora=[{','.join(reversed(CORPORA))}]"],
         }
         for session, extra in runs.items():
-            if run(overrides(store, session, *extra), console) != 0:
+            if drive(overrides(store, session, *extra), console) != 0:
                 raise SystemExit(f"the {session} run failed; see the log above")
         cells = (
             connect(store)

@@ -70,8 +70,8 @@ def main() -> int:
     import ray
     from ray.cluster_utils import Cluster
 
+    from grid.drive import drive
     from grid.ledger import build_ledger
-    from grid.run import run
     from store.fs import open_store
     from store.read import connect
     from tests.s3server import moto_server, new_bucket, options_override, store_options
@@ -108,7 +108,7 @@ def main() -> int:
                         url = f"s3://{new_bucket(endpoint)}/results"
                         extra = [f"paths.store={url}", *options_override(endpoint)]
                         root = open_store(url, store_options(endpoint))
-                    seconds = timed(lambda base=base, extra=extra: run([*base, *extra], quiet))
+                    seconds = timed(lambda base=base, extra=extra: drive([*base, *extra], quiet))
                     times[kind]["run"].append(seconds)
                     times[kind]["ledger"].append(timed(lambda root=root: build_ledger(root)))
                     times[kind]["connect"].append(timed(lambda root=root: connect(root)))

@@ -50,8 +50,9 @@ from analysis.medians import lever_medians
 from experiments.decide import KEEP, SKIP, Decision, LeverConfig, TuneRules, choose_k, decide_change
 from grid.catalog import Catalog, catalog_of
 from grid.compose import CONF_DIR, check_keys, compose_config, searchpath_dirs, unknown_key_error
+from grid.drive import drive
 from grid.expand import expand, to_config
-from grid.run import make_console, run
+from grid.run import make_console
 from grid.session import new_session_id
 from store.read import connect
 from vocab.cells import EngineSpec
@@ -179,7 +180,7 @@ class Tune:
         if self.replay:
             return keys
         self.console.rule(f"tune stage {name}")
-        code = run(argv, self.console)
+        code = drive(argv, self.console)
         if code >= 128:  # Ctrl-C or SIGTERM: the run stopped cleanly; the tune stops with its code
             raise SystemExit(code)
         if code != 0:

@@ -231,9 +231,9 @@ def dispatch(argv: list[str]) -> int:
         return 2
     try:
         if command == "run":
-            from grid.run import run
+            from grid.drive import drive
 
-            return run(overrides)
+            return drive(overrides)
         if command == "compare":
             from grid.compare import compare_command
 

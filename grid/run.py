@@ -77,19 +77,18 @@ def one_ray_session() -> Iterator[None]:
         _RUNS_IN_PROGRESS -= 1
 
 
-def run(overrides: list[str], console: Console | None = None) -> int:
-    """Run what the store lacks of the grid; return 1 if any cell is left undone (exit_code)."""
+def run(overrides: list[str], console: Console | None = None, then: Callable[[], int] | None = None) -> int:
+    """Run what the store lacks of the grid; return 1 if any cell is left undone (exit_code).
+
+    One grid at fixed repeats: grid/drive.py runs sequential looks and the held-out confirmation,
+    which it passes as `then`, run after a clean run inside its Ray session (conclude)."""
     with one_ray_session():
-        return _run(overrides, console)
+        return _run(overrides, console, then)
 
 
-def _run(overrides: list[str], console: Console | None) -> int:
+def _run(overrides: list[str], console: Console | None, then: Callable[[], int] | None) -> int:
     console = console or make_console()
     config = to_config(compose_config(overrides))
-    if config.grid.sequential.enabled:  # the looks are grid runs of their own (grid/sequential.py)
-        from grid.sequential import run_sequential
-
-        return run_sequential(overrides, console, lambda argv: run(argv, console))
     check_config(config)  # run.mode, attempts, cluster, every model's tp, max_tokens: all at once
     cells = expand(config)
     paths = config.paths
@@ -158,7 +157,7 @@ def _run(overrides: list[str], console: Console | None) -> int:
     with stop_on_signals(stop, console, measuring=False) if todo else nullcontext():
         try:
             code = conclude(
-                overrides, config, cells, todo, phases, ctx, outcomes, stop, leases, console, distinct,
+                overrides, config, cells, todo, phases, ctx, outcomes, stop, leases, console, distinct, then,
             )  # fmt: skip
         except OSError as exc:
             from store.fs import os_error_line
@@ -239,11 +238,12 @@ def conclude(
     leases: CellLeases,
     console: Console,
     distinct: dict[str, int] | None = None,
+    then: Callable[[], int] | None = None,
 ) -> int:
-    """After the launch: verdicts, the session's table, the counts and the exit code (and the
-    held-out confirmation when asked for). Each INVALID cell is named with its reasons and, where a
-    window gate failed, the override that would fill the window at its measured rate (`distinct`:
-    each corpus's distinct prompts, which bound that advice)."""
+    """After the launch: verdicts, the session's table, the counts and the exit code (and `then`,
+    the held-out confirmation when asked for, after a clean run). Each INVALID cell is named with
+    its reasons and, where a window gate failed, the override that would fill the window at its
+    measured rate (`distinct`: each corpus's distinct prompts, which bound that advice)."""
     if todo and not stop:  # a stopped run does not judge half a session (nor write to a store that failed)
         verdicts = write_verdicts(ctx.store_root, ctx.session_id, config.gates.equivalence)
         report_verdicts(verdicts, console)
@@ -284,11 +284,8 @@ def conclude(
     if stop:
         console.print(f"[red]stopped[/]: {stop.reason}")
     code = exit_code(stop, counts, config.run.keep_invalid)
-    if code == 0 and not stop and config.grid.confirm.enabled:
-        from grid.confirm import confirm  # the held-out figure of each model's choice (grid/confirm.py)
-
-        console.rule("held-out confirmation")
-        code = confirm(overrides)
+    if code == 0 and not stop and then is not None:
+        code = then()
     return code
 
 

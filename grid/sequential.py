@@ -144,9 +144,4 @@ def run_sequential(overrides: list[str], console: Console, run: Callable[[list[s
             code = run(look_overrides(overrides, model, mine))
             if code != 0:
                 return code
-    if code == 0 and config.grid.confirm.enabled:
-        from grid.confirm import confirm
-
-        console.rule("held-out confirmation")
-        code = confirm(overrides)
     return code
