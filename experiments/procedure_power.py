@@ -507,7 +507,7 @@ H200_PLAN = ("experiment=gpu_validate", "grid.models=[tiny]", "grid.levers=[van]
 
 
 def launch_costs(overrides: Sequence[str] = H200_PLAN) -> LaunchCosts:
-    from grid.plan_report import gpu_hours_at
+    from grid.hours import gpu_hours_at
 
     cells_h, anchors_h = gpu_hours_at(list(overrides), 1)
     return LaunchCosts(cells_h, anchors_h / 2, tuple(overrides))

@@ -16,6 +16,7 @@ from grid.anchor import anchor_cells
 from grid.compose import compose_config, pop_format
 from grid.cost import GroupCost, group_cost, launch_order
 from grid.expand import expand_all, to_config
+from grid.hours import gpu_hours_at
 from grid.plan import group_by_engine
 from grid.preflight import Inspection, check_config, inspect
 from grid.prompt_audit import corpus_rows
@@ -89,18 +90,6 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
             "load": asdict(config.load),
         },
     }
-
-
-def gpu_hours_at(overrides: list[str], repeats: int) -> tuple[float, float]:
-    """(GPU-hours of the grid's cells at `repeats` fixed, GPU-hours of one run's two anchor launches)."""
-    config = to_config(
-        compose_config([*overrides, f"grid.repeats={repeats}", "grid.sequential.enabled=false"])
-    )
-    config = with_store_costs(config)
-    cells = sum(group_cost(g, config.plan).gpu_s for g in group_by_engine(expand_all(config).cells))
-    anchors = anchor_cells(config) or []
-    anchor_s = sum(group_cost(g, config.plan).gpu_s for cell in anchors for g in group_by_engine([cell]))
-    return cells / 3600, anchor_s / 3600
 
 
 REUSE_MODES = ("auto", "per_spec", "shared")

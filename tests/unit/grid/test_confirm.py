@@ -84,7 +84,8 @@ def test_a_damaged_record_is_one_error_naming_the_file_and_the_fix(tmp_path):
 
 
 def test_plan_prices_the_confirmation_as_one_lever_and_van_per_model():
-    from grid.plan_report import confirm_cost, gpu_hours_at
+    from grid.hours import gpu_hours_at
+    from grid.plan_report import confirm_cost
 
     overrides = [*BASE, "grid.confirm.enabled=true", "grid.confirm.repeats=3"]
     cost = confirm_cost(overrides, to_config(compose_config(overrides)))
