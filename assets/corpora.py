@@ -28,9 +28,9 @@ from assets.corpus_code import HUMANEVAL, code_complete_rows, code_edit_rows
 from assets.corpus_docs import rag_rows, summarize_rows
 from assets.corpus_pins import pins_digest
 from assets.corpus_sources import CODE_PACKAGES, COMPLETE_PACKAGES, DOC_PACKAGES
-from assets.corpus_tokens import TokenCounter, percentiles
 from store.atomic import write_atomic
 from workers.load.prompts import content_sha256
+from workers.load.tokens import TokenCounter, percentiles
 
 # Bump when any builder's output changes, so `ensure` rebuilds existing files.
 BUILDER_VERSION = 3

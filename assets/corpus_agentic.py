@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from assets.corpus_sources import CODE_PACKAGES, Source, python_files
-from assets.corpus_tokens import TokenCounter
 from assets.packaged import package_file
+from workers.load.tokens import TokenCounter
 
 BFCL = Source("bfcl-eval", "2026.3.23", "Apache-2.0")
 BFCL_PIP = "bfcl-eval==2026.3.23"

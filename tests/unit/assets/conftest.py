@@ -1,7 +1,7 @@
 import pytest
 
-from assets.corpus_tokens import TokenCounter
 from vocab.paths import project_path
+from workers.load.tokens import TokenCounter
 
 MODEL_DIR = project_path(".cache/models/SmolLM2-135M-Instruct")
 

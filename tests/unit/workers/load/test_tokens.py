@@ -1,4 +1,14 @@
-from assets.corpus_tokens import percentiles
+import pytest
+
+from tests.unit.assets.conftest import MODEL_DIR
+from workers.load.tokens import TokenCounter, percentiles
+
+
+@pytest.fixture(scope="module")
+def counter() -> TokenCounter:
+    if not (MODEL_DIR / "tokenizer.json").is_file():
+        pytest.skip("the embedded model is not prepared; run `make assets`")
+    return TokenCounter(MODEL_DIR)
 
 
 def test_percentiles_are_nearest_rank():
