@@ -69,7 +69,7 @@ power: setup ## Error rates by simulation: one decision (per n repeats), the who
 	$(PY) -m analysis.power $(ARGS)
 	$(PY) -m experiments.procedure_power --draws 2000 --power-draws 500 --stage-draws 400
 	$(PY) -m experiments.study_power
-	$(PY) -m experiments.sequential_power
+	$(PY) -m analysis.sequential_power
 	$(PY) -m analysis.equivalence_power
 
 lint: setup ## ruff check and format check

@@ -31,7 +31,7 @@ comparisons per schedule (9 schedules, 2 to 11 looks): 4.90-4.95 %. The normal b
 (Pocock's z_c for correlations sqrt(n_i / n_j)) applied to these t-intervals kept 5.2 %
 (looks 5, 12) to 5.6 % (3, 5, 8, 12) and 6.0 % (2..9 and 2..12).
 For looks (3, 5, 8, 12): c = 96.7 % (one look at 5: 90 %). Stopping on a real loss or
-for futility only ever keeps less. `python -m experiments.sequential_power` measures the
+for futility only ever keeps less. `python -m analysis.sequential_power` measures the
 whole rule's false keep, power and expected repeats through this module and
 analysis.decision (the drift band from the sessions' anchors).
 """

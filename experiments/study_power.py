@@ -35,10 +35,9 @@ from analysis.confirmation import CONFIRMED, judge_confirmation
 from analysis.decision import CONFIDENCE
 from analysis.final import final_levers
 from analysis.gate import parse_k_by_corpus
+from analysis.simulated_sessions import NOISES, SEED
 from experiments.procedure_power import (
     DRAFTING,
-    NOISES,
-    SEED,
     WORKERS,
     SimulatedTune,
     children,

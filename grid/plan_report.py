@@ -156,13 +156,13 @@ def confirm_cost(overrides: list[str], config: Any) -> dict[str, Any]:
 def sequential_cost(overrides: list[str], draws: int = 200) -> dict[str, Any]:
     """Expected GPU-hours of grid.sequential's looks against fixed repeats, under the H200's measured noise.
 
-    Mean repeats per comparison come from experiments.sequential_power (the looks judged by
+    Mean repeats per comparison come from analysis.sequential_power (the looks judged by
     analysis.sequential, with no effect and with +10 % on every lever); the grid's cells cost
     linearly in repeats between whole numbers, and every look after the first adds one run per
     model, each with its two anchor launches.
     """
-    from experiments.procedure_power import NOISES
-    from experiments.sequential_power import expected_repeats_and_sessions
+    from analysis.sequential_power import expected_repeats_and_sessions
+    from analysis.simulated_sessions import NOISES
 
     config = to_config(compose_config(overrides))
     seq = config.grid.sequential

@@ -13,7 +13,7 @@ their two sides have, at the same corrected confidence (grid report).
 
 Each look after the first is a session of its own, with its own anchors: the
 drift band of a comparison then spans its sessions (analysis.drift), which under
-a large between-session offset costs power (`python -m experiments.sequential_power`).
+a large between-session offset costs power (`python -m analysis.sequential_power`).
 """
 
 from __future__ import annotations

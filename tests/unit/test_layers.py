@@ -30,8 +30,7 @@ FORBIDDEN = {
     "analysis": {"grid", "workers", "experiments", "assets", *TOP},
     # Runs inside vLLM's processes: the harness's own modules are not there to import.
     "lever_plugins": {"grid", "workers", "store", "analysis", "experiments", "assets", "vocab", *TOP},
-    # Not yet "experiments": grid/plan_report.py prices sequential looks through its simulated tune.
-    "grid": {"assets", *TOP},
+    "grid": {"experiments", "assets", *TOP},
     "experiments": {"assets", *TOP},
     "assets": {"experiments", *TOP},
     "benchmarks": {"experiments", "assets"},

@@ -1,11 +1,11 @@
-"""Sequential looks keep a no-effect lever no more often than one fixed test (experiments/sequential_power.py,
+"""Sequential looks keep a no-effect lever no more often than one fixed test (analysis/sequential_power.py,
 through analysis.sequential and analysis.decision), and only because of the correction."""
 
 from unittest import mock
 
 import analysis.sequential
+from analysis.sequential_power import design_row
 from experiments.procedure_power import NOISES, STRESS
-from experiments.sequential_power import design_row
 
 
 def test_the_corrected_looks_hold_the_false_keep_and_uncorrected_ones_do_not():

@@ -1,10 +1,10 @@
 """Fixed repeats against repeats only where needed (analysis.sequential), simulated through the real rule.
 
-`python -m experiments.sequential_power` (part of `make power`).
+`python -m analysis.sequential_power` (part of `make power`).
 
-One comparison, suffix vs van on one corpus, drawn by experiments.procedure_power's
-SimulatedTune (per-launch lognormal noise, a per-session offset, a drift between
-each session's anchors). Designs:
+One comparison, suffix vs van on one corpus, drawn from analysis/simulated_sessions.py's
+noise model (per-launch lognormal noise, a per-session offset, a drift between each
+session's anchors; the one experiments.procedure_power draws whole tunes from). Designs:
 
   fixed n      one session of n repeats, judged at the rule's 90 % (analysis.decision)
   sequential   looks at cumulative repeats (default 3, 5, 8, 12), each look a session
@@ -26,12 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from rich.console import Console
 
 from analysis.decision import judge
 from analysis.drift import drift_band
 from analysis.sequential import LOOKS, check_looks, look
-from experiments.procedure_power import NOISES, SEED, ProcedureNoise, SimulatedTune, tune_config
+from analysis.simulated_sessions import NOISES, SEED, ProcedureNoise, SessionCorpora, SimulatedSessions
 from vocab.schema import ModelSpec
 
 CORPUS = "code_complete"
@@ -46,16 +45,16 @@ class Decision:
     sessions: int
 
 
-def _sides(t: SimulatedTune, keys: set[str]) -> tuple[tuple, tuple, float]:
+def _sides(t: SimulatedSessions, keys: set[str]) -> tuple[tuple, tuple, float]:
     medians, drift, _ = t.evidence(keys)
     by_lever = {row.lever: row for row in medians.itertuples()}
     sessions = set(by_lever["van"].sessions) | set(by_lever["suffix"].sessions)
     return by_lever["suffix"].repeats, by_lever["van"].repeats, drift_band(drift, sessions)
 
 
-def _tune(noise: ProcedureNoise, effect: float, rng: np.random.Generator) -> SimulatedTune:
-    return SimulatedTune(tune_config(corpora=(CORPUS,)), ModelSpec(name="sim", path="sim"), "sim",
-                         Console(quiet=True), noise=noise, effects={"suffix": effect}, rng=rng)  # fmt: skip
+def _tune(noise: ProcedureNoise, effect: float, rng: np.random.Generator) -> SimulatedSessions:
+    return SimulatedSessions(SessionCorpora((CORPUS,)), ModelSpec(name="sim", path="sim"), "sim",
+                             noise=noise, effects={"suffix": effect}, rng=rng)  # fmt: skip
 
 
 def fixed(noise: ProcedureNoise, effect: float, n: int, rng: np.random.Generator) -> Decision:
