@@ -4,7 +4,7 @@ suffix K, bestkpad K and dynk with max K = K launch with the same vLLM argv, so 
 run them all: in each block (the cells of one launch that share a corpus and a prompt draw;
 identity session_id, engine_launch_id, corpus and `block`, or the repeat where a store has no
 `block` column) every lever runs on the same prompts, one after the other, with a reset between,
-in alternating order (A B, B A, ...: grid/expand.py's shared_blocks). A ratio inside a block has
+in alternating order (A B, B A, ...: grid/config/expand.py's shared_blocks). A ratio inside a block has
 no launch term and no prompt term; but a pair's ratio may itself move from launch to launch (a
 lever x launch interaction: the launch's state favours one lever), so the blocks of one launch
 are not independent draws of it, and the launch is the unit the interval counts.

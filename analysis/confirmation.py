@@ -3,7 +3,7 @@
 Table 1's "x over van" is the figure the final lever was selected on: when
 several noisy levers compete, the one that reads best reads high (the winner's
 curse; experiments/procedure_power.py measures it). `python -m grid confirm`
-(grid/confirm.py; `grid.confirm.enabled` runs it at the end of `grid run`)
+(grid/orchestrate/confirm.py; `grid.confirm.enabled` runs it at the end of `grid run`)
 measures each model's final configuration and van again, in a fresh session,
 on fresh engines, with a prompt seed the selection never used, on the corpora
 the selection scored it on. This module judges those cells alone, by the same
@@ -106,7 +106,7 @@ def confirmations(
 ) -> pd.DataFrame:
     """One row per model of `final` (analysis.final.final_levers): its confirmation's figure, or why none.
 
-    `record`: grid/confirm.py's record ({"models": [{"model", "planned", ...}]}) or None when no
+    `record`: grid/orchestrate/confirm.py's record ({"models": [{"model", "planned", ...}]}) or None when no
     confirmation was planned; `medians`: analysis.medians.lever_medians of the record's cells;
     `seen`: prompts_seen of those cells.
     """

@@ -228,7 +228,7 @@ def judge(
 
 
 def launch_means(repeats: Iterable[Repeat], launches: int) -> tuple[Repeat, ...]:
-    """Per session and launch (repeat r runs on launch r mod `launches`, grid/expand.py's shared
+    """Per session and launch (repeat r runs on launch r mod `launches`, grid/config/expand.py's shared
     launches): the geometric mean of that launch's repeats, as (session_id, launch, tok/s)."""
     logs: dict[tuple[str, int], list[float]] = {}
     for s, r, v in _positive(repeats):
@@ -245,7 +245,7 @@ def judge_by_launch(
 ) -> Judgement:
     """Van against a lever on launches of their own, `launches` per side, each holding several
     repeats (blocks): launch j of one side paired with launch j of the other (adjacent in the
-    run's van, lever, lever, van order: grid.cost.launch_order), over the launch means.
+    run's van, lever, lever, van order: grid.plan.cost.launch_order), over the launch means.
 
     The blocks of one launch share its offset, so judging them as independent pairs (judge)
     narrows the interval below its confidence when the launch term is large; the launch means

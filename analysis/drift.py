@@ -2,7 +2,7 @@
 
 Every session runs one anchor cell (by default `van` on the first model and
 corpus) first, again last and, with grid.anchor.runs = n > 2, n - 2 times in
-between (grid/anchor.py: 'start', 'mid1' .. 'mid<n-2>', 'end'); its summary rows
+between (grid/plan/anchor.py: 'start', 'mid1' .. 'mid<n-2>', 'end'); its summary rows
 carry that position in `anchor` (null for every other cell). Definitions, over
 VALID anchor runs only:
 
@@ -27,7 +27,7 @@ VALID anchor runs only:
   what the trend moves a comparison: a comparison whose two sides' runs lie a
       share `lag` of the session apart moves by at most trend_bound(s) x lag.
       Comparisons paired by repeat inside one session (analysis.decision) have each
-      pair's two runs in one repeat block (grid/expand.py runs repeat by repeat,
+      pair's two runs in one repeat block (grid/config/expand.py runs repeat by repeat,
       the order reversed on odd repeats), so lag = 1 / (pairs in the session);
       every other comparison takes lag = 1 (the whole session).
   pooled pair drift of sessions with exactly two anchor runs (start and end, the

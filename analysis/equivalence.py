@@ -48,7 +48,7 @@ there) over at least cfg.min_prompts prompts, else no_reference: a missing
 floor never passes a lever for lack of evidence. judge's unpaired rule with a
 floor (exact_match_rate >= the floor's - max_exact_match_drop) is absence of
 evidence, kept for callers holding two
-unpaired comparisons; grid/verdicts.py judges every lever that has a replicate
+unpaired comparisons; analysis/verdicts.py judges every lever that has a replicate
 by the paired gate.
 
 Levers that change outputs on purpose (W4A4) cannot be judged by exact match.

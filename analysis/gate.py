@@ -26,7 +26,7 @@ def latest_verdicts(equivalence: pd.DataFrame | None) -> pd.DataFrame:
     """The latest verdict per (model, lever, K, corpus) by `judged_at` (when it was reached; rows
     written before it existed sort first, by session id); within one judgement, a paired one.
 
-    With repeats, only repeat 0's prompts have a van replicate (grid/expand.py:
+    With repeats, only repeat 0's prompts have a van replicate (grid/config/expand.py:
     van_replicates), so the other repeats' cells are judged without a noise
     floor, by exact match alone, which bf16 on a GPU fails even van against van.
     The paired test is the rule wherever it ran; the unpaired verdicts of the

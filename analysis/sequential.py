@@ -64,7 +64,7 @@ def looks_problem(looks: Sequence[int]) -> str | None:
 
 
 def check_looks(looks: Sequence[int]) -> tuple[int, ...]:
-    """Looks as cumulative repeats (a config's were checked by grid/compose.py before any of this)."""
+    """Looks as cumulative repeats (a config's were checked by grid/config/compose.py before any of this)."""
     if (problem := looks_problem(looks)) is not None:
         raise ValueError(problem)
     return tuple(int(n) for n in looks)

@@ -8,7 +8,7 @@ session's anchors; the one experiments.procedure_power draws whole tunes from). 
 
   fixed n      one session of n repeats, judged at the rule's 90 % (analysis.decision)
   sequential   looks at cumulative repeats (default 3, 5, 8, 12), each look a session
-               of its own (a new `grid run`, as grid/sequential.py runs them), judged by
+               of its own (a new `grid run`, as grid/orchestrate/sequential.py runs them), judged by
                analysis.sequential.look at Pocock's corrected confidence over every
                session's repeats so far, the band from all their anchors (analysis.drift);
                stops at the first decided look; "min_gain 5%" also stops once the interval
@@ -16,7 +16,7 @@ session's anchors; the one experiments.procedure_power draws whole tunes from). 
 
 Rows: false keep (no effect: kept as a real gain), power (+10 % on suffix: kept),
 and the mean repeats per comparison in each scenario, from which the GPU-hours
-follow (grid/plan_report.py prints them for a grid).
+follow (grid/cli/plan_report.py prints them for a grid).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def expected_repeats_and_sessions(
     seed: int = SEED,
 ) -> tuple[tuple[float, float], tuple[float, float]]:
     """(mean repeats, mean looks) per comparison under `noise`, with no effect and with +10 %
-    (grid/plan_report.py's expected GPU-hours)."""
+    (grid/cli/plan_report.py's expected GPU-hours)."""
     row = design_row(noise, "sequential", draws, seed, looks=check_looks(looks), min_gain=min_gain)
     return (row.repeats_null, row.sessions_null), (row.repeats_gain, row.sessions_gain)
 

@@ -45,7 +45,8 @@ def store_root_from_env(env: Mapping[str, str] = os.environ) -> StoreRoot:
 
 @dataclass(frozen=True)
 class ConfirmationCells:
-    """grid/confirm.py's record of an experiment and the cells it names (analysis/confirmation.py)."""
+    """grid/orchestrate/confirm.py's record of an experiment and the cells it names
+    (analysis/confirmation.py)."""
 
     record: Mapping[str, object] | None
     measured: pd.DataFrame
@@ -183,8 +184,8 @@ def reused_left_out(measured: pd.DataFrame) -> list[str]:
 
 
 def stored_confirmations(root: StoreRoot) -> list[Mapping]:
-    """Every confirmation record in the store (grid/confirm.py); unreadable ones are skipped here (the
-    report of their experiment names them)."""
+    """Every confirmation record in the store (grid/orchestrate/confirm.py); unreadable ones are
+    skipped here (the report of their experiment names them)."""
     records = []
     for path in sorted(StoreLayout(root).confirmations_dir().glob("*.json")):
         try:

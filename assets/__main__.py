@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from assets import corpora, dummy_models, smollm2
-from grid.compose import compose_config
+from grid.config.compose import compose_config
 from store.atomic import write_atomic
 from store.fs import StoreError, StorePath, os_error_line, redact
 from vocab.errors import ConfigError, GridError

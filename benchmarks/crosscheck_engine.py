@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import drive_vllm_bench, proc_sample
-from grid.compose import compose_config
-from grid.expand import expand, to_config
-from grid.plan import group_by_engine
+from grid.config.compose import compose_config
+from grid.config.expand import expand, to_config
+from grid.plan.groups import group_by_engine
 from vocab.paths import project_path
 from vocab.schema import LoadSpec
 from workers.engine.args import model_path, serve_argv, serve_env, served_name, tokenizer_path

@@ -40,9 +40,9 @@ from typing import Any
 from scipy.stats import t as student_t
 
 from benchmarks.crosscheck_engine import bench_run, grid_engine, harness_run
-from grid.compose import compose_config
-from grid.expand import expand, to_config
-from grid.plan import group_by_engine
+from grid.config.compose import compose_config
+from grid.config.expand import expand, to_config
+from grid.plan.groups import group_by_engine
 from vocab.paths import project_path
 from workers.engine.args import model_path, served_name, tokenizer_path
 from workers.load import windows

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from grid.drive import drive
+from grid.orchestrate.drive import drive
 from store.read import connect
 
 CORPORA = ["code_complete", "chat_bench"]

@@ -24,9 +24,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from grid.compose import compose_config
-from grid.expand import expand, to_config
-from grid.plan import group_by_engine
+from grid.config.compose import compose_config
+from grid.config.expand import expand, to_config
+from grid.plan.groups import group_by_engine
 from vocab.cells import Cell
 from vocab.paths import project_path
 from workers.engine.args import serve_argv, serve_env

@@ -14,9 +14,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from grid.compose import compose_config
-from grid.expand import expand, to_config
-from grid.plan import group_by_engine
+from grid.config.compose import compose_config
+from grid.config.expand import expand, to_config
+from grid.plan.groups import group_by_engine
 from vocab.cells import EngineSpec
 from vocab.paths import project_path
 from vocab.schema import Config

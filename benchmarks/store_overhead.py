@@ -70,8 +70,8 @@ def main() -> int:
     import ray
     from ray.cluster_utils import Cluster
 
-    from grid.drive import drive
-    from grid.ledger import build_ledger
+    from grid.orchestrate.drive import drive
+    from grid.orchestrate.ledger import build_ledger
     from store.fs import open_store
     from store.read import connect
     from tests.s3server import moto_server, new_bucket, options_override, store_options

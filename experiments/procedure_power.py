@@ -54,7 +54,7 @@ from analysis.simulated_sessions import (
 )
 from experiments.decide import KEEP, Decision, TuneRules
 from experiments.tune import STAGES, Tune, TuneConfig, confirm, deployment, procedure
-from grid.catalog import CONF_DIR, load_spec
+from grid.config.catalog import CONF_DIR, load_spec
 from vocab.schema import LeverSpec, ModelSpec
 
 DRAFTING = ("suffix", "bestkpad", "dynk")
@@ -225,7 +225,7 @@ def row_name(noise: ProcedureNoise, n: int, w4a4: bool, gate: GateModel | None, 
 @dataclass(frozen=True)
 class LaunchCosts:
     """GPU-hours of one measured launch (van's cells of one repeat on both corpora) and of one launch
-    of a single cell (an anchor), as `grid plan` prices them (grid/cost.py) for `overrides`."""
+    of a single cell (an anchor), as `grid plan` prices them (grid/plan/cost.py) for `overrides`."""
 
     measured_h: float
     solo_h: float
@@ -242,7 +242,7 @@ H200_PLAN = ("experiment=gpu_validate", "grid.models=[tiny]", "grid.levers=[van]
 
 
 def launch_costs(overrides: Sequence[str] = H200_PLAN) -> LaunchCosts:
-    from grid.hours import gpu_hours_at
+    from grid.plan.hours import gpu_hours_at
 
     cells_h, anchors_h = gpu_hours_at(list(overrides), 1)
     return LaunchCosts(cells_h, anchors_h / 2, tuple(overrides))

@@ -48,12 +48,12 @@ from analysis.final import PROCEDURE, STAGE_LEVER
 from analysis.load import anchor_runs, equivalence_table, measured_cells
 from analysis.medians import lever_medians
 from experiments.decide import KEEP, SKIP, Decision, LeverConfig, TuneRules, choose_k, decide_change
-from grid.catalog import Catalog, catalog_of
-from grid.compose import CONF_DIR, check_keys, compose_config, searchpath_dirs, unknown_key_error
-from grid.drive import drive
-from grid.expand import expand, to_config
-from grid.run import make_console
-from grid.session import new_session_id
+from grid.config.catalog import Catalog, catalog_of
+from grid.config.compose import CONF_DIR, check_keys, compose_config, searchpath_dirs, unknown_key_error
+from grid.config.expand import expand, to_config
+from grid.orchestrate.drive import drive
+from grid.orchestrate.run import make_console
+from grid.orchestrate.session import new_session_id
 from store.read import connect
 from vocab.cells import EngineSpec
 from vocab.errors import ConfigError, GridError

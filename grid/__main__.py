@@ -178,7 +178,7 @@ def command_usage(name: str) -> str:
 def summary(overrides: list[str]) -> int:
     """`python -m grid summary [format=table|json|csv]`: the store's cells."""
     from analysis.summary import export, latest_cells, render
-    from grid.compose import check_run_mode, compose_config, pop_format
+    from grid.config.compose import check_run_mode, compose_config, pop_format
     from vocab.paths import existing_store
 
     fmt, overrides = pop_format(overrides, ("table", "json", "csv", "md"))
@@ -231,37 +231,37 @@ def dispatch(argv: list[str]) -> int:
         return 2
     try:
         if command == "run":
-            from grid.drive import drive
+            from grid.orchestrate.drive import drive
 
             return drive(overrides)
         if command == "compare":
-            from grid.compare import compare_command
+            from grid.cli.compare import compare_command
 
             return compare_command(overrides)
         if command == "status":
-            from grid.status import status
+            from grid.cli.status import status
 
             quick = "--quick" in overrides
             return status([o for o in overrides if o != "--quick"], checksums=not quick)
         if command == "simulate":
-            from grid.plan_report import simulate_plan
+            from grid.cli.plan_report import simulate_plan
 
             simulate_plan(overrides)
             return 0
         if command == "plan":
-            from grid.plan_report import plan
+            from grid.cli.plan_report import plan
 
             return plan(overrides)
         if command == "corpus":
-            from grid.corpus_report import corpus
+            from grid.cli.corpus_report import corpus
 
             return corpus(overrides)
         if command == "confirm":
-            from grid.confirm import confirm
+            from grid.orchestrate.confirm import confirm
 
             return confirm(overrides)
         if command == "report":
-            from grid.report import report
+            from grid.cli.report import report
 
             return report(overrides)
         return summary(overrides)
@@ -285,8 +285,9 @@ def dispatch(argv: list[str]) -> int:
         print(f"error: {os_error_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        # A run's launch handles its own signals; Ray is imported only at a launch (grid/schedule.py).
-        if "grid.schedule" not in sys.modules:  # nothing to stop or record
+        # A run's launch handles its own signals; Ray is imported only at a launch
+        # (grid/orchestrate/schedule.py).
+        if "grid.orchestrate.schedule" not in sys.modules:  # nothing to stop or record
             print("interrupted before anything was launched", file=sys.stderr)
         else:
             print("interrupted: exiting now (what the run measured is in the store)", file=sys.stderr)

@@ -348,7 +348,7 @@ class StorePath:
         return StorePath(self.store, f"{self.key}/{part}" if self.key else part)
 
     def __str__(self) -> str:
-        # What every message and log shows of a remote store (store/space.py, grid/preflight.py, run's
+        # What every message and log shows of a remote store (store/space.py, grid/checks/preflight.py, run's
         # "-> <store>" line): redacted, should a URL with credentials ever get this far.
         text = f"{self.store.url}/{self.key}" if self.key else self.store.url
         return redact(text)

@@ -159,10 +159,10 @@ class Cell:
     repeat: int = 0
     # Which launch of its engine spec runs this cell (scheduling, not in the key).
     launch: int = 0
-    # "start" / "mid<i>" / "end" for a session's drift anchor runs (grid/anchor.py), else None.
+    # "start" / "mid<i>" / "end" for a session's drift anchor runs (grid/plan/anchor.py), else None.
     anchor: str | None = None
     # True for the second greedy van run of the same prompts on a fresh engine,
-    # the equivalence gate's noise floor (grid/expand.py: van_replicates).
+    # the equivalence gate's noise floor (grid/config/expand.py: van_replicates).
     replicate: bool = False
     # grid.engine_reuse=shared (scheduling, not in the key): the launch is shared by every spec of
     # its argv (EngineSpec.shared_key) and reset to fresh before each cell; `block` numbers the

@@ -1,4 +1,4 @@
-"""An engine launch and the cells it runs: what grid/plan.py makes and workers/runner.py runs."""
+"""An engine launch and the cells it runs: what grid/plan/groups.py makes and workers/runner.py runs."""
 
 from __future__ import annotations
 

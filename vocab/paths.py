@@ -20,7 +20,7 @@ def store_path(value: str, options: Mapping[str, Any] | None = None) -> StoreRoo
     """paths.store: a URL (s3://bucket/prefix) through pyarrow's filesystems, else a project path."""
     if is_url(value):
         return open_store(value, options)
-    # A local store has no options: those given configure an s3:// paths.data_dir (grid/compose.py
+    # A local store has no options: those given configure an s3:// paths.data_dir (grid/config/compose.py
     # refuses options where neither is a URL).
     return open_store(project_path(value))
 

@@ -15,7 +15,7 @@ from typing import Any
 # does, for LoadSpec and the specs) loads neither omegaconf nor hydra (~16 MB of RSS).
 MISSING = "???"
 
-# Field metadata that grid/compose.py (check_values) walks before anything is launched, so each
+# Field metadata that grid/config/compose.py (check_values) walks before anything is launched, so each
 # field's allowed values are stated once, beside the field, and every command checks them the same
 # way: RANGE on every numeric field (tests/unit/vocab/test_schema_ranges.py fails on one without),
 # CHOICES on fields that take one of a few words, NONEMPTY on paths ("" would mean the checkout).
@@ -281,7 +281,7 @@ class AnchorSpec:
 
 @dataclass
 class ConfirmSpec:
-    """The held-out confirmation a run ends with (grid/confirm.py, analysis/confirmation.py)."""
+    """The held-out confirmation a run ends with (grid/orchestrate/confirm.py, analysis/confirmation.py)."""
 
     # After a `grid run` with nothing left failed: measure each model's final configuration and van
     # again in a fresh session on a new prompt seed, so Table 1 has a figure free of the selection.
@@ -295,7 +295,7 @@ class ConfirmSpec:
 
 @dataclass
 class SequentialSpec:
-    """Repeats only where needed (analysis/sequential.py; grid/sequential.py runs the looks)."""
+    """Repeats only where needed (analysis/sequential.py; grid/orchestrate/sequential.py runs the looks)."""
 
     # Instead of grid.repeats: measure every comparison at the first look, then add repeats look by
     # look only to comparisons of a lever with van whose interval still straddles the drift band.
@@ -344,7 +344,7 @@ class GridSpec:
     launches_per_argv: int = ranged(0, lo=0)
     # Corpora that always get an engine of their own, except under engine_reuse=shared (whose
     # reset makes every cell's prompts new to the engine): `mix` is drawn from the other corpora,
-    # so after them on one engine its measured prompts would not be new (grid/prompt_audit.py checks).
+    # so after them on one engine its measured prompts would not be new (grid/checks/prompt_audit.py checks).
     own_engine_corpora: list[str] = field(default_factory=lambda: ["mix"])
     anchor: AnchorSpec = field(default_factory=AnchorSpec)
     confirm: ConfirmSpec = field(default_factory=ConfirmSpec)
@@ -364,7 +364,7 @@ class PathsConfig:
     data_dir: str = nonempty(".cache/data")
     models_dir: str = nonempty(".cache/models")
     # The user's config folders, searched before the shipped conf/ (a file there
-    # with a shipped name replaces it): filled in by grid.compose from
+    # with a shipped name replaces it): filled in by grid.config.compose from
     # hydra.searchpath=[file:///my/conf] and LEVER_GRID_CONF=/my/conf[:/other].
     user_conf: list[str] = field(default_factory=list)
 
@@ -389,7 +389,7 @@ class RayConfig:
 class NodeSpec:
     """A kind of node in a cluster description used by `plan`."""
 
-    # 0: an entry left out (see grid/preflight.py: node_problems).
+    # 0: an entry left out (see grid/checks/preflight.py: node_problems).
     count: int = ranged(1, lo=0)
     gpus: int = ranged(8, lo=0)
     cpus: int = ranged(128, lo=0)
@@ -420,7 +420,7 @@ class PlanConfig:
     # Used when a model states no rate.
     default_tok_per_s: float = ranged(1000.0, lo=0, lo_open=True, why="plan divides by it")
     # Take each model's engine start and rate from the store's VALID cells where it has measured
-    # them (grid/store_costs.py fills the two tables below): `plan.from_store=false` uses the
+    # them (grid/plan/store_costs.py fills the two tables below): `plan.from_store=false` uses the
     # figures above only. plan.rates still wins over a measured rate.
     from_store: bool = True
     measured_start_s: dict[str, float] = field(default_factory=dict, metadata=within(lo=0))
@@ -541,8 +541,8 @@ class RunConfig:
     # Room the store must have before each engine start (store/space.py); a store
     # with less, or one that cannot be written, stops the run before the engine starts.
     min_store_free_mb: int = ranged(256, lo=0, why="0 checks only that the store can be written")
-    # Several drivers, one store (grid/lease.py): a driver leases each cell before its engine starts
-    # and renews the lease every third of this; a killed driver's leases expire after it.
+    # Several drivers, one store (grid/orchestrate/lease.py): a driver leases each cell before its engine
+    # starts and renews the lease every third of this; a killed driver's leases expire after it.
     lease_s: float = ranged(
         120.0,
         lo=0,
@@ -567,7 +567,7 @@ class Config:
     session_id: str | None = None
     # Specs given in the run config, by name: fields merged over conf/<group>/<name>.yaml,
     # or a whole spec where there is no such file; checked against ModelSpec, LeverSpec,
-    # CorpusSpec (grid/catalog.py). `+corpus.code_complete.skip_bad_rows=true`,
+    # CorpusSpec (grid/config/catalog.py). `+corpus.code_complete.skip_bad_rows=true`,
     # `+corpus.mytrace.path=/data/trace.jsonl`, `+model.deepseek_r1.tp=16`.
     model: dict[str, Any] = field(default_factory=dict)
     lever: dict[str, Any] = field(default_factory=dict)

@@ -1,6 +1,6 @@
 """Run one engine group: start the engine, drive each cell's load, store the results.
 
-Runs inside a Ray actor (grid/schedule.py) but imports no Ray itself, so it can
+Runs inside a Ray actor (grid/orchestrate/schedule.py) but imports no Ray itself, so it can
 be tested and debugged as a plain function. Failures come back as outcomes.
 
 The parts: workers/launch.py starts the engine and brings it to each cell's fresh

@@ -14,10 +14,10 @@ import time
 import psutil
 from rich.console import Console
 
-from grid.compose import compose_config
-from grid.expand import expand, to_config
-from grid.plan import group_by_engine
-from grid.run import run
+from grid.config.compose import compose_config
+from grid.config.expand import expand, to_config
+from grid.orchestrate.run import run
+from grid.plan.groups import group_by_engine
 from store.read import attempts, connect
 from tests.closing import measured_none_failed
 from tests.engine.conftest import ENGINE_MODULE, describe, engine_processes

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from grid.run import run
+from grid.orchestrate.run import run
 from store.read import attempts, connect, ok_files
 from tests.closing import measured_none_failed
 from tests.engine.conftest import describe, engine_processes
@@ -71,7 +71,7 @@ def test_a_log_shows_each_engine_start_and_no_phase_file_is_left(store):
 
 def test_every_cell_row_and_the_session_carry_the_corpus_hash(store):
     """Issue 30: what each cell measured is named by content, the bytes `python -m assets` built."""
-    from grid.compose import compose_config
+    from grid.config.compose import compose_config
     from vocab.paths import project_path
     from workers.load.prompts import content_sha256
 

@@ -18,7 +18,7 @@ from analysis.study import load_study
 from analysis.summary import export, latest_cells
 from grid.__main__ import main
 from tests.unit.analysis.launch_store import write_store
-from tests.unit.grid.test_compare import SA, SB, write_side
+from tests.unit.grid.cli.test_compare import SA, SB, write_side
 
 RATIO = re.compile(r"(^|_)(ratio|speedup_vs_van|x_van|x|rel_diff)$")
 

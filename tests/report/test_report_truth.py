@@ -137,7 +137,8 @@ def test_the_launch_tables_fit_80_columns_and_keep_missing_because(tmp_path, des
 
 
 def test_the_page_counts_cells_by_the_ledgers_states(synthetic_store, tmp_path, capsys):
-    """Issue 38 item 1's one definition of a cell's state (grid/ledger.py) heads the page's notes."""
+    """Issue 38 item 1's one definition of a cell's state (grid/orchestrate/ledger.py) heads the
+    page's notes."""
     import shutil
 
     from grid.__main__ import main

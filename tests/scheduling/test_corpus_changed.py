@@ -16,8 +16,8 @@ import socket
 import pandas as pd
 from rich.console import Console
 
-import grid.run
-from grid.run import run
+import grid.orchestrate.run
+from grid.orchestrate.run import run
 from store.read import attempts
 from tests.scheduling.conftest import stub_overrides
 from workers.load.prompts import content_sha256
@@ -28,7 +28,7 @@ def test_a_node_with_another_corpus_stops_its_cells_and_the_others_run(
 ):
     corpora = inputs / "data" / "corpora"
     planned = {name: content_sha256(corpora / f"{name}.jsonl") for name in ("code_complete", "chat_bench")}
-    real_launch = grid.run.launch
+    real_launch = grid.orchestrate.run.launch
 
     def launch_after_a_change(phases, ctx, *rest, **kwargs):
         assert ctx.corpus_sha256 == planned  # what the driver read before launch
@@ -36,7 +36,7 @@ def test_a_node_with_another_corpus_stops_its_cells_and_the_others_run(
         (corpora / "code_complete.jsonl").write_text(rows)
         return real_launch(phases, ctx, *rest, **kwargs)
 
-    monkeypatch.setattr(grid.run, "launch", launch_after_a_change)
+    monkeypatch.setattr(grid.orchestrate.run, "launch", launch_after_a_change)
     with open(os.devnull, "w") as sink:
         assert run(stub_overrides(inputs, cluster, "run.max_attempts=1"), Console(file=sink, width=160)) == 1
     changed = content_sha256(corpora / "code_complete.jsonl")

@@ -13,8 +13,8 @@ from collections.abc import Callable
 import pandas as pd
 from rich.console import Console
 
-from grid.ledger import DONE, INVALID, build_ledger
-from grid.run import run
+from grid.orchestrate.ledger import DONE, INVALID, build_ledger
+from grid.orchestrate.run import run
 from store.layout import StoreLayout
 from store.read import attempts, ok_files
 from tests.scheduling.conftest import stub_overrides
@@ -144,8 +144,8 @@ def test_unwritable_store_fails_the_cell_and_keeps_earlier_results(cluster, inpu
     # The suffix cells' folders cannot be created: a file sits where a folder must go.
     overrides = stub_overrides(inputs, cluster, "run.max_attempts=1")
     cells_dir = StoreLayout(inputs / "store").root / "cells"
-    from grid.compose import compose_config
-    from grid.expand import expand, to_config
+    from grid.config.compose import compose_config
+    from grid.config.expand import expand, to_config
 
     for cell in expand(to_config(compose_config(overrides))):
         if cell.engine_spec.lever.name == "suffix":

@@ -7,7 +7,7 @@ credentials come from each node's environment); engine logs land beside the resu
 from __future__ import annotations
 
 from analysis.study import load_study
-from grid.run import run
+from grid.orchestrate.run import run
 from store.fs import open_store
 from store.read import attempts, connect
 from tests.s3server import options_override

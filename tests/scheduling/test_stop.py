@@ -16,8 +16,8 @@ import time
 import psutil
 import pytest
 
-from grid.ledger import FAILED, INTERRUPTED, build_ledger
-from grid.run import run
+from grid.orchestrate.ledger import FAILED, INTERRUPTED, build_ledger
+from grid.orchestrate.run import run
 from tests.scheduling.conftest import stub_overrides, stub_processes
 from tests.scheduling.test_faults import CELLS, ok_counts, quiet
 

@@ -1,7 +1,7 @@
 """Issue 19: two drivers on overlapping grids, one store: every cell is measured exactly once.
 
 Both drivers start together as `python -m grid run` processes on the fake cluster, one engine
-group in flight each; a driver leases a group's cells before its engine starts (grid/lease.py)
+group in flight each; a driver leases a group's cells before its engine starts (grid/orchestrate/lease.py)
 and leaves the cells the other holds, or has measured meanwhile, to that driver.
 """
 

@@ -65,7 +65,7 @@ def test_ray_is_imported_in_one_module():
         for path in sorted(project_path(package).rglob("*.py"))
         if "ray" in imported_packages(path)
     ]
-    assert importers == ["grid/schedule.py"]
+    assert importers == ["grid/orchestrate/schedule.py"]
 
 
 # workers/ in three parts under the cell loop (runner.py and the modules beside it: launch, cell,
@@ -95,6 +95,48 @@ def test_workers_parts_import_only_below_them(part):
     offenders = {
         str(path.relative_to(project_path("."))): sorted(imported_workers_parts(path) & WORKER_PARTS[part])
         for path in sorted(project_path(f"workers/{part}").rglob("*.py"))
+    }
+    assert {name: bad for name, bad in offenders.items() if bad} == {}
+
+
+# grid/ in parts, each importing only those below it: config (compose the config, expand it into cells)
+# at the bottom; plan (engine groups, their cost and order, the drift anchor); checks (before a launch);
+# orchestrate (run, schedule on Ray, looks, confirmation, ledger, leases); cli (the commands' tables and
+# pages) on top, under grid/__main__.py alone.
+GRID_PARTS = {
+    "config": {"plan", "checks", "orchestrate", "cli"},
+    "plan": {"checks", "orchestrate", "cli"},
+    "checks": {"orchestrate", "cli"},
+    "orchestrate": {"cli"},
+}
+
+
+def imported_parts(path: Path, package: str) -> set[str]:
+    """Second-level names under `package` that `path` imports (grid.plan.cost -> plan)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        found |= {name.split(".")[1] for name in names if name.startswith(f"{package}.")}
+    return found
+
+
+def test_every_grid_module_is_in_a_part():
+    loose = sorted(
+        p.name for p in project_path("grid").glob("*.py") if p.name not in {"__init__.py", "__main__.py"}
+    )
+    assert loose == []
+    assert {p.name for p in project_path("grid").iterdir() if p.is_dir() and p.name != "__pycache__"} == set(
+        GRID_PARTS
+    ) | {"cli"}
+
+
+@pytest.mark.parametrize("part", sorted(GRID_PARTS))
+def test_grid_parts_import_only_below_them(part):
+    offenders = {
+        str(path.relative_to(project_path("."))): sorted(imported_parts(path, "grid") & GRID_PARTS[part])
+        for path in sorted(project_path(f"grid/{part}").rglob("*.py"))
     }
     assert {name: bad for name, bad in offenders.items() if bad} == {}
 

@@ -6,7 +6,7 @@ whose prompt was served before drafts its own previous answer. A measured
 prompt must be new to its engine; where the user allowed repeats
 (load.allow_repeats), every reuse is counted by where the engine saw it first.
 Pure: the runner feeds it the prompts it sends, and the pre-launch audit
-(grid/prompt_audit.py) feeds it the same schedules without any engine.
+(grid/checks/prompt_audit.py) feeds it the same schedules without any engine.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Count prompt tokens with the served model's own tokenizer, so corpora can be capped to fit.
 
-assets/corpora.py caps the corpora it builds with it; grid/prompt_fit.py checks, before a launch,
+assets/corpora.py caps the corpora it builds with it; grid/checks/prompt_fit.py checks, before a launch,
 that every prompt a cell sends fits its engine's context.
 
 The engine rejects a request whose prompt plus max_tokens exceeds max_model_len,

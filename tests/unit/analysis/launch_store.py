@@ -6,7 +6,7 @@ Levers in `shared` run on one launch and see the same u_launch and e_block in a 
 prompts), each with its own small e_lever; so a ratio inside a block is ratio[lever] / ratio[ref]
 times exp(e_lever - e_lever'). van runs on launches of its own, with its own draws.
 
-Inside a block the levers run in ABBA order (grid/expand.py's shared_blocks: `shared`'s order in
+Inside a block the levers run in ABBA order (grid/config/expand.py's shared_blocks: `shared`'s order in
 even blocks, reversed in odd ones), recorded as engine_cell_index. Options, all off by default:
   sd_lever_launch  a lever x launch interaction: every lever but shared[0] draws its own
                    N(0, sd^2) per launch, so its ratio over shared[0] moves launch to launch

@@ -117,7 +117,7 @@ def write_anchor(
     """The session's drift anchor at `position` (start/end): van on llama31_8b/chat unless `where` says."""
     summary = {"model": "llama31_8b", "corpus": "chat", "lever": "van", "k": 0, "repeat": 0, **where}
     summary.update(output_tok_per_s=tok_s, valid=True, anchor=position)
-    # The anchor cell has one key per position, the same in every session (grid/anchor.py).
+    # The anchor cell has one key per position, the same in every session (grid/plan/anchor.py).
     tags = {"session_id": session, "cell_key": f"anchor-{position}", "attempt_id": f"{session}-{n:08x}"}
     write_ok_attempt(layout, tags, records(), summary)
 

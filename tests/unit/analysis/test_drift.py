@@ -99,7 +99,7 @@ def test_time_orders_and_places_the_anchor_runs_where_every_run_records_its_wind
 
 def simulated_bands(n_anchors: int, sessions: int, sigma: float, drift_ln: float, seed: int) -> pd.DataFrame:
     """session_drift's table of `sessions` simulated sessions: n anchor runs evenly over the session,
-    ln tok/s = drift_ln x u + N(0, sigma) (launch noise), as grid/anchor.py places them."""
+    ln tok/s = drift_ln x u + N(0, sigma) (launch noise), as grid/plan/anchor.py places them."""
     rng = np.random.default_rng(seed)
     positions = ["start", *[f"mid{i}" for i in range(1, n_anchors - 1)], "end"]
     rows = []

@@ -11,7 +11,7 @@ from analysis.decision import LAUNCH_BLOCK, judge, judge_by_launch, launch_means
 def draw(
     rng: np.random.Generator, launches: int, blocks: int, sd_launch: float, sd_block: float, gain: float
 ):
-    """(lever repeats, van repeats): repeat r on launch r % launches, as grid/expand.py places them."""
+    """(lever repeats, van repeats): repeat r on launch r % launches, as grid/config/expand.py places them."""
     sides = []
     for effect in (gain, 0.0):
         offsets = rng.normal(0.0, sd_launch, launches)

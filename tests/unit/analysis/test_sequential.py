@@ -24,7 +24,7 @@ def test_the_corrected_confidence_widens_with_more_looks_and_one_look_is_the_rul
 
 def kept_with_no_effect(looks, draws, seed):
     """Share of no-effect comparisons (5 % sd paired log differences) look() keeps at band 0,
-    stopping at the first decided look, as grid/sequential.py runs them."""
+    stopping at the first decided look, as grid/orchestrate/sequential.py runs them."""
     rng = np.random.default_rng(seed)
     kept = 0
     for _ in range(draws):

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from assets import corpora, corpus_pins
-from grid.compose import compose_config
+from grid.config.compose import compose_config
 from tests.unit.assets.conftest import MODEL_DIR
 from tests.unit.assets.fake_dists import second_venv
 from tests.unit.assets.test_corpus_chat import conversation, fake_sharegpt_file, truncated_file

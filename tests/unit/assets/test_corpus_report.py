@@ -1,7 +1,7 @@
 import hashlib
 import json
 
-from grid.corpus_report import corpus, describe
+from grid.cli.corpus_report import corpus, describe
 from vocab.schema import CorpusSpec
 
 
@@ -78,9 +78,9 @@ def test_the_table_prints_every_corpus_hash(tmp_path, capsys):
 
 
 def corpus_rows_of_config():
-    from grid.catalog import catalog_of
-    from grid.compose import compose_config
-    from grid.corpus_report import corpus_rows
+    from grid.cli.corpus_report import corpus_rows
+    from grid.config.catalog import catalog_of
+    from grid.config.compose import compose_config
     from vocab.paths import project_path
 
     cfg = compose_config([])
@@ -91,7 +91,7 @@ def test_csv_and_md_have_the_tables_columns_and_a_row_per_corpus(capsys):
     import csv
     import io
 
-    from grid.corpus_report import COLUMNS
+    from grid.cli.corpus_report import COLUMNS
 
     assert corpus(["format=json"]) == 0
     rows = json.loads(capsys.readouterr().out)

@@ -5,7 +5,7 @@ from rich.console import Console
 
 from experiments.decide import LeverConfig
 from experiments.tune import Tune, compose_tune, confirm, write_outputs
-from grid.catalog import load_spec
+from grid.config.catalog import load_spec
 from tests.unit.experiments.test_decide import drift, medians, verdicts
 from vocab.schema import ModelSpec
 
@@ -101,7 +101,7 @@ def test_without_a_confirmation_nothing_but_van_is_deployed(tmp_path):
 
 
 def test_confirm_repeats_sizes_the_confirmation_alone(tmp_path):
-    from grid.compose import compose_config
+    from grid.config.compose import compose_config
 
     cfg = compose_tune(["model=tiny", f"out_dir={tmp_path}", "confirm_repeats=3",
                         'grid_overrides=["grid.repeats=5"]'])  # fmt: skip

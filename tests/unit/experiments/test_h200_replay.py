@@ -18,7 +18,7 @@ from rich.console import Console
 from analysis.decision import t_quantile
 from experiments.decide import REJECT, LeverConfig
 from experiments.tune import Tune, compose_tune, confirm, procedure, write_outputs
-from grid.catalog import load_spec
+from grid.config.catalog import load_spec
 from tests.unit.experiments.test_tune_replay import FIXTURES, rebuild_store
 from vocab.schema import ModelSpec
 

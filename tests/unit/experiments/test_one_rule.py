@@ -11,7 +11,7 @@ from rich.console import Console
 
 from analysis.study import load_study
 from experiments.tune import Tune, compose_tune, procedure
-from grid.catalog import load_spec
+from grid.config.catalog import load_spec
 from tests.unit.analysis.synthetic_store import build_store
 from vocab.schema import ModelSpec
 

@@ -117,7 +117,7 @@ def test_paired_stages_measure_van_incumbent_and_candidate_in_one_session():
 
 def test_the_real_tune_gives_each_paired_stage_its_own_prompt_seed(tmp_path):
     """The real Tune's stage(): the overrides each stage would run with (replay: nothing runs)."""
-    from grid.catalog import load_spec
+    from grid.config.catalog import load_spec
 
     cfg = tune_module.compose_tune(["model=tiny", f'grid_overrides=["paths.store={tmp_path}"]',
                                     "stages=[van,suffix,kpad]", f"out_dir={tmp_path}"])  # fmt: skip

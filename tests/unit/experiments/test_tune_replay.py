@@ -20,7 +20,7 @@ from rich.console import Console
 from analysis.decision import t_quantile
 from experiments.decide import CHOSE, KEEP, REJECT, SKIP
 from experiments.tune import Tune, compose_tune, confirm, procedure
-from grid.catalog import load_spec
+from grid.config.catalog import load_spec
 from store.atomic import write_parquet
 from store.layout import StoreLayout
 from store.read import connect

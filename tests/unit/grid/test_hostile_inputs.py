@@ -2,8 +2,9 @@
 
 Every row runs the command line (`grid.__main__.main`, in-process) on a bad input and checks that the
 user sees one `error:` line (or the `left out:` line the row names), no traceback, and the exit code
-of the README's table (2: nothing was launched). `grid.schedule.init_ray` and `grid.schedule.run_phases` fail
-the test if reached where the row is knowable before a launch, so no engine can start.
+of the README's table (2: nothing was launched). `grid.orchestrate.schedule.init_ray` and
+`grid.orchestrate.schedule.run_phases` fail the test if reached where the row is knowable before a
+launch, so no engine can start.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-import grid.run
-import grid.schedule
+import grid.orchestrate.run
+import grid.orchestrate.schedule
 import store.space
 from grid import catalog
 from grid.__main__ import main
@@ -227,8 +228,8 @@ def nothing_launches(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("an engine launch was reached")
 
-    monkeypatch.setattr(grid.schedule, "init_ray", refuse)
-    monkeypatch.setattr(grid.schedule, "run_phases", refuse)
+    monkeypatch.setattr(grid.orchestrate.schedule, "init_ray", refuse)
+    monkeypatch.setattr(grid.orchestrate.schedule, "run_phases", refuse)
     monkeypatch.delenv(catalog.CONF_ENV, raising=False)
     yield
     catalog.activate(None)
@@ -261,8 +262,8 @@ def refusing_endpoint() -> Iterator[str]:
 
 def garble_a_manifest(store: Path) -> None:
     """A store whose one attempt of the smoke grid's first van cell has a manifest cut short."""
-    from grid.compose import compose_config
-    from grid.expand import expand, to_config
+    from grid.config.compose import compose_config
+    from grid.config.expand import expand, to_config
 
     cells = expand(to_config(compose_config([f"paths.store={store}"])))
     cell = next(c for c in cells if c.label == "tiny/van/code_complete/r0")
@@ -301,7 +302,7 @@ def prepare(row: Row, tmp_path: Path, monkeypatch, refusing: str | None) -> list
         def full(path, data) -> None:
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-        monkeypatch.setattr(grid.run, "write_json", full)
+        monkeypatch.setattr(grid.orchestrate.run, "write_json", full)
     elif row.setup == "garbled":
         garble_a_manifest(tmp_path / "store")
     elif row.setup == "bad_unused_yaml":

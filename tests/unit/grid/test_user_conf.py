@@ -6,11 +6,11 @@ import pytest
 
 from experiments.tune import Tune, compose_tune
 from grid import catalog
-from grid.anchor import anchor_cells
-from grid.compose import compose_config
-from grid.corpus_report import corpus
-from grid.expand import expand, to_config
-from grid.plan_report import plan_summary
+from grid.cli.corpus_report import corpus
+from grid.cli.plan_report import plan_summary
+from grid.config.compose import compose_config
+from grid.config.expand import expand, to_config
+from grid.plan.anchor import anchor_cells
 from vocab.errors import ConfigError
 from vocab.schema import ModelSpec
 
@@ -59,7 +59,7 @@ def test_lever_grid_conf_gives_the_same_to_plan_anchor_and_corpus(user_conf, mon
     summary = plan_summary(["experiment=mine"])
     assert [b["model"] for b in summary["bundles"]] == ["mymodel"]
     assert [row["corpus"] for row in summary["corpora"]] == ["mytrace"]
-    # The drift anchor (grid/anchor.py names specs without a config) sees them too.
+    # The drift anchor (grid/plan/anchor.py names specs without a config) sees them too.
     start, _ = anchor_cells(to_config(compose_config(["experiment=mine"])))
     assert (start.engine_spec.model.name, start.corpus.name) == ("mymodel", "mytrace")
     assert corpus(["format=json"]) == 0

@@ -1,4 +1,5 @@
-"""Issue 19: leases on cells (store/lease.py, grid/lease.py), on a local folder and on S3 (moto)."""
+"""Issue 19: leases on cells (store/lease.py, grid/orchestrate/lease.py), on a local folder and on S3
+(moto)."""
 
 import dataclasses
 import json
@@ -9,14 +10,14 @@ import time
 
 from rich.console import Console
 
-from grid.lease import CellLeases
-from grid.status import status
+from grid.cli.status import status
+from grid.orchestrate.lease import CellLeases
 from store.fs import StorePath
 from store.layout import StoreLayout
 from store.lease import Lease, all_leases, create, lease_path, read_lease, release, renew, take_over
 from store.writer import write_ok_attempt
 from tests.s3server import options_override
-from tests.unit.grid.test_ledger import smoke_cells
+from tests.unit.grid.orchestrate.test_ledger import smoke_cells
 from tests.unit.store.test_writer_read import records, tags
 from vocab.groups import EngineGroup
 
@@ -167,7 +168,7 @@ def test_a_garbled_lease_is_left_until_lease_s_then_taken_over_with_a_line(tmp_p
     """Issue 38: a garbled leases/<cell>.json blocked its cell for ever ('unreadable lease')."""
     import os
 
-    from grid.lease import unreadable_leases
+    from grid.orchestrate.lease import unreadable_leases
 
     store_root = tmp_path / "store"  # a local folder: the test dates a file back (object stores set it)
     a, b = smoke_cells()[:2]

@@ -1,4 +1,4 @@
-"""The session fingerprint (grid/session.py) as the `sessions` view shows it; NVML faked."""
+"""The session fingerprint (grid/orchestrate/session.py) as the `sessions` view shows it; NVML faked."""
 
 from types import SimpleNamespace
 

@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from analysis.study import load_study, store_root_from_env
-from grid.ledger import DAMAGED, DONE, FAILED, build_ledger, select
-from grid.status import status
+from grid.cli.status import status
+from grid.orchestrate.ledger import DAMAGED, DONE, FAILED, build_ledger, select
 from store.atomic import write_json
 from store.fs import StoreError, StorePath, open_store
 from store.layout import StoreLayout
@@ -21,8 +21,8 @@ from store.space import store_problem
 from store.writer import write_failed_attempt, write_ok_attempt
 from tests.s3server import options_override
 from tests.unit.analysis.synthetic_store import build_store
-from tests.unit.grid.test_ledger import smoke_cells
-from tests.unit.grid.test_status_integrity import damaged_store
+from tests.unit.grid.cli.test_status_integrity import damaged_store
+from tests.unit.grid.orchestrate.test_ledger import smoke_cells
 from tests.unit.store.damage import truncate
 from tests.unit.store.test_writer_read import records, tags
 from vocab.paths import store_path
@@ -143,7 +143,7 @@ def test_notebooks_open_a_url_store_from_the_environment(s3_url):
 
 
 def test_preflight_names_a_bucket_it_cannot_write(s3_url):
-    from grid.preflight import store_problem as preflight_problem
+    from grid.checks.preflight import store_problem as preflight_problem
 
     url, options = s3_url
     assert preflight_problem(open_store(url, options)) is None

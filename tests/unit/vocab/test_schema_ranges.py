@@ -1,4 +1,4 @@
-"""Issue 28: every numeric field of the schema carries a range, so grid/compose.py can check it.
+"""Issue 28: every numeric field of the schema carries a range, so grid/config/compose.py can check it.
 
 The check is generated from the fields' metadata; a numeric field added without a range would go
 unchecked, so this walks every schema dataclass and fails on one.
@@ -9,8 +9,8 @@ from typing import get_args, get_type_hints
 
 import pytest
 
-from grid.compose import RUN_MODES, nested_schemas
-from grid.expand import ENGINE_REUSE
+from grid.config.compose import RUN_MODES, nested_schemas
+from grid.config.expand import ENGINE_REUSE
 from vocab import schema
 from workers.load.traces import FORMATS
 

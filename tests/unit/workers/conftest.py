@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from grid.compose import compose_config
-from grid.expand import expand, to_config
-from grid.plan import group_by_engine
+from grid.config.compose import compose_config
+from grid.config.expand import expand, to_config
+from grid.plan.groups import group_by_engine
 from workers.context import RunContext
 
 

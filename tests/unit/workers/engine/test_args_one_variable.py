@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from grid.compose import compose_config
-from grid.expand import expand, to_config
-from grid.plan import group_by_engine
+from grid.config.compose import compose_config
+from grid.config.expand import expand, to_config
+from grid.plan.groups import group_by_engine
 from workers.engine.args import Endpoint, serve_argv, serve_env
 
 ENDPOINT = Endpoint("127.0.0.1", 8123, "secret")

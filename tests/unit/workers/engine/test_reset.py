@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grid.compose import compose_config
-from grid.expand import expand, to_config
-from grid.plan import group_by_engine
+from grid.config.compose import compose_config
+from grid.config.expand import expand, to_config
+from grid.plan.groups import group_by_engine
 from workers.engine.args import DEV_MODE_ENV, RESET_EXTENSION, Endpoint, serve_argv, serve_env
 from workers.engine.reset import ResetReport, reset_engine, worker_problem
 

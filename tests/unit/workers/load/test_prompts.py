@@ -131,8 +131,8 @@ def test_a_corpus_that_is_not_the_planned_one_stops_the_cell_with_one_line(tmp_p
     )
     assert "the driver planned 0123456789abcdef" in line and "python -m assets" in line
     # The worker stops the cell there, before its engine is sent anything (no engine needed to show it).
-    from grid.compose import compose_config
-    from grid.expand import expand, to_config
+    from grid.config.compose import compose_config
+    from grid.config.expand import expand, to_config
 
     cell: Cell = next(
         c for c in expand(to_config(compose_config(["experiment=smoke"]))) if "code_complete" in c.label

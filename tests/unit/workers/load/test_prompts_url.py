@@ -11,11 +11,11 @@ import json
 import pytest
 
 from assets.__main__ import publish
-from grid.corpus_report import describe
-from grid.plan_report import plan_summary
+from grid.cli.corpus_report import describe
+from grid.cli.plan_report import plan_summary
 from store.fs import open_store
 from tests.s3server import options_override
-from tests.unit.grid.test_preflight import SMOKE_SENDS, inputs, overrides  # noqa: F401 (fixture)
+from tests.unit.grid.checks.test_preflight import SMOKE_SENDS, inputs, overrides  # noqa: F401 (fixture)
 from vocab.errors import ConfigError
 from vocab.schema import CorpusSpec
 from workers.load.prompts import CorpusChanged, check_planned, content_sha256, corpus_file, read_corpus

@@ -1,9 +1,9 @@
 import threading
 import time
 
-from grid.compose import compose_config
-from grid.expand import expand, to_config
-from grid.plan import group_by_engine
+from grid.config.compose import compose_config
+from grid.config.expand import expand, to_config
+from grid.plan.groups import group_by_engine
 from workers.cell import logs_cudagraph_tables
 from workers.signals.cudagraph_log import columns, columns_since, flush_timeout_s, step_counts, wait_for_table
 

@@ -1,0 +1,226 @@
+"""`python -m grid status`: the grid's cells as the store sees them (format=json: the same, as JSON)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from typing import Any, NamedTuple
+
+from rich.console import Console
+
+from analysis.gpu_time import share_line
+from analysis.load import cell_label
+from analysis.summary import latest_cells
+from grid.config.compose import check_run_mode, compose_config, names_a_grid, pop_format
+from grid.config.expand import expand, to_config
+from grid.orchestrate.lease import unreadable_leases
+from grid.orchestrate.ledger import (
+    DAMAGED,
+    DONE,
+    FAILED,
+    INTERRUPTED,
+    INVALID,
+    MEASURED,
+    PENDING,
+    build_ledger,
+    resume_fate,
+)
+from store.fs import redact
+from store.lease import all_leases
+from vocab.console import Col, make_console, print_table, write_rows
+from vocab.paths import existing_store
+
+# "cells not done": the label and status stay whole; the key goes first at a narrow console (a label
+# names the cell for run.force as well), the last error wraps.
+NOT_DONE_COLUMNS = [
+    Col("cell", "left"),
+    Col("key", "left"),
+    Col("status", "left"),
+    Col("attempts"),
+    Col("last error", "left", no_wrap=False, fold=True),
+]
+
+
+class Named(NamedTuple):
+    """A cell as status names it: its key and its label."""
+
+    key: str
+    label: str
+
+
+def store_cells(ledger: Any, root: Any, checksums: bool) -> list[Named]:
+    """Every cell the store holds, named by the label its manifests record, else by its measured
+    row's fields (stores written before labels were recorded), else by its key."""
+    measured = latest_cells(root, checksums=checksums) if ledger.states else None
+    from_rows: dict[str, str] = {}
+    if measured is not None and not measured.empty:
+        fields = measured[["cell_key", "model", "lever", "k", "corpus", "repeat"]].to_dict("records")
+        from_rows = {row["cell_key"]: cell_label(row) for row in fields}
+    named = [Named(key, state.label or from_rows.get(key) or key) for key, state in ledger.states.items()]
+    # Drift-anchor runs are not cells of the grid (`run` counts them apart): left out here too.
+    return sorted((n for n in named if "/anchor-" not in n.label), key=lambda n: (n.label, n.key))
+
+
+def status(overrides: list[str], console: Console | None = None, checksums: bool = True) -> int:
+    """Print done / invalid / failed / interrupted / damaged / pending counts, each cell's last error,
+    every damaged file by name, the cells other drivers hold leases on (and their owners),
+    and the GPU time share; with `format=json`, one JSON object on stdout instead (status_record).
+
+    Of the grid the overrides name (`experiment=...`, `grid.*`); with none, of every cell the store
+    holds (`paths.store` alone), which has no pending cells to count.
+
+    A cell is done only if its files are whole: sizes and sha256 checksums as
+    recorded (`checksums=False`, `status --quick`: sizes only).
+    """
+    fmt, overrides = pop_format(overrides, ("table", "json", "csv", "md"))
+    cfg = compose_config(overrides)
+    check_run_mode(cfg)
+    config = to_config(cfg)
+    root = existing_store(config.paths.store, config.paths.store_options)
+    ledger = build_ledger(root, checksums)
+    scope = config.name if names_a_grid(overrides) else None
+    if scope is None:
+        cells = store_cells(ledger, root, checksums)
+    else:
+        cells = [Named(c.key, c.label) for c in expand(config)]
+    labels = {c.key: c.label for c in cells}
+    if fmt == "json":
+        json.dump(status_record(scope, cells, ledger, root, checksums), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if fmt in ("csv", "md"):  # every cell, one row each, as format=json's "cells"
+        record = status_record(scope, cells, ledger, root, checksums)["cells"]
+        headers = ["label", "key", "status", "attempts", "last_error"]
+        write_rows(fmt, headers, [[c[h] for h in headers] for c in record], sys.stdout)
+        return 0
+    console = console or make_console()
+    damaged = {str(d): d for d in ledger.damaged}
+    for problem in ledger.problems:
+        label = labels.get(damaged[problem].cell_key) if problem in damaged else None
+        console.print(f"[yellow]store:[/] {f'{label}: ' if label else ''}{problem}")
+    counts = Counter(ledger.status(c.key) for c in cells)
+    invalid_note = invalid_words(ledger, cells, config.run.keep_invalid, config.run.invalid_reruns)
+    what = (
+        f"experiment {scope}: {len(cells)} cells"
+        if scope is not None
+        else f"store {redact(str(root))}: {len(cells)} cells (all it holds; experiment=... for a grid's)"
+    )
+    console.print(
+        f"{what}: done {counts[DONE]}, "
+        f"invalid {counts[INVALID]} ({invalid_note}), failed {counts[FAILED]}, "
+        f"interrupted {counts[INTERRUPTED]}, damaged {counts[DAMAGED]} ({resume_fate(DAMAGED)})"
+        + (f", pending {counts[PENDING]}" if scope is not None else "")
+    )
+    now = time.time()
+    for lease in all_leases(root):
+        # Of the store's cells, a lease on one with no attempt yet is named by its key.
+        if (label := labels.get(lease.cell_key, None if scope else lease.cell_key)) is None:
+            continue
+        if (why := lease.stale(now)) is not None:  # as `run` decides it: expired, or its pid gone here
+            after = (
+                "the next run removes it"
+                if ledger.status(lease.cell_key) in MEASURED
+                else "the next run takes it over"
+            )
+            console.print(
+                f"[yellow]stale lease[/] {label}: {lease.holder()}, {why} (no driver holds it; {after})"
+            )
+        else:
+            console.print(
+                f"leased: {label}: being measured by {lease.holder()}, "
+                f"lease renewed until {lease.expires_at - now:,.0f} s from now"
+            )
+    for bad in unreadable_leases(root):
+        if (label := labels.get(bad.cell_key, None if scope else bad.cell_key)) is not None:
+            console.print(f"[yellow]unreadable lease[/] {label}: {bad.words(config.run.lease_s)}")
+    older = (
+        f"; {ledger.footer_only} older attempts record no checksums: their Parquet footers checked"
+        if ledger.footer_only
+        else ""
+    )
+    console.print(
+        ("files checked: sizes and sha256 checksums" if checksums else "files checked: sizes only (--quick)")
+        + older
+    )
+    measured = latest_cells(root, checksums=checksums)
+    if not measured.empty and (
+        line := share_line(measured[measured["cell_key"].isin({c.key for c in cells})])
+    ):
+        console.print(line)
+    rows = []
+    for cell in cells:
+        state = ledger.states.get(cell.key)
+        if state is None or state.status != DONE:
+            rows.append([cell.label, cell.key, ledger.status(cell.key), str(state.attempts if state else 0),
+                         last_error(state)])  # fmt: skip
+    if rows:
+        print_table(console, "cells not done", NOT_DONE_COLUMNS, rows, ["key"], "format=json")
+    return 0
+
+
+def invalid_words(ledger: Any, cells: list[Named], keep_invalid: bool, invalid_reruns: int | None) -> str:
+    """What resume does with the INVALID cells (grid/orchestrate/ledger.py resume_fate), e.g.
+    'measured again on resume', '1 kept: INVALID in 2 runs, run.invalid_reruns=1 used up'."""
+    fates = Counter(
+        resume_fate(INVALID, ledger.invalid_runs(c.key), keep_invalid, invalid_reruns)
+        for c in cells
+        if ledger.status(c.key) == INVALID
+    )
+    if len(fates) <= 1:
+        return next(iter(fates), resume_fate(INVALID))
+    return "; ".join(f"{n} {fate}" for fate, n in sorted(fates.items()))
+
+
+def last_error(state: Any) -> str:
+    """The first line of a cell's last error, at most 120 characters ("" when none)."""
+    return (state.last_error or "").splitlines()[0][:120] if state and state.last_error else ""
+
+
+def status_record(
+    name: str | None, cells: list[Named], ledger: Any, root: Any, checksums: bool
+) -> dict[str, Any]:
+    """`status format=json`: the experiment (null: every cell of the store), the store, counts by
+    status, every cell (label, key, status, attempts, last error), the store's problems and the
+    leases other drivers hold."""
+    counts = Counter(ledger.status(c.key) for c in cells)
+    keys = {c.key for c in cells}
+    now = time.time()
+    return {
+        "experiment": name,
+        "store": redact(str(root)),
+        "checksums": checksums,
+        "counts": {
+            "cells": len(cells),
+            **{s: counts[s] for s in (DONE, INVALID, FAILED, INTERRUPTED, DAMAGED, PENDING)},
+        },
+        "problems": list(ledger.problems),
+        "leases": [
+            {
+                "cell_key": lease.cell_key,
+                "holder": lease.holder(),
+                "expired": lease.expired(now),
+                "stale": lease.stale(now),  # why no driver holds it (expired, pid gone), or null
+                "expires_in_s": round(lease.expires_at - now, 1),
+            }
+            for lease in all_leases(root)
+            if name is None or lease.cell_key in keys
+        ],
+        # Lease files that name no driver (garbled): a run takes each over run.lease_s after it was written.
+        "unreadable_leases": [
+            {"cell_key": bad.cell_key, "why": bad.why, "written_s_ago": round(bad.age_s, 1)}
+            for bad in unreadable_leases(root)
+            if name is None or bad.cell_key in keys
+        ],
+        "cells": [
+            {
+                "label": cell.label,
+                "key": cell.key,
+                "status": ledger.status(cell.key),
+                "attempts": state.attempts if (state := ledger.states.get(cell.key)) else 0,
+                "last_error": last_error(state) or None,
+            }
+            for cell in cells
+        ],
+    }

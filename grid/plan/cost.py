@@ -1,0 +1,84 @@
+"""`plan`'s cost model. Pure.
+
+GPU-seconds of an engine group = (engine start + sum over its cells of
+output tokens / expected rate) x GPUs, where output tokens per cell =
+(num_prompts + warmup_requests) x max_tokens x output_fill. The rate is
+plan.rates[model], else the rate measured in the store (plan.measured_rates), else the
+model's expected_tok_per_s, else plan.default_tok_per_s; each figure says which one it
+used. The engine start is the measured one (plan.measured_start_s), else plan.engine_start_s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vocab.cells import Cell
+from vocab.groups import EngineGroup
+from vocab.schema import ModelSpec, PlanConfig
+
+
+@dataclass(frozen=True)
+class GroupCost:
+    group: EngineGroup
+    rate_tok_per_s: float
+    rate_source: str
+    start_s: float
+    run_s: float
+    # The measured loads' share of run_s (warm-up and the engine's start are the rest).
+    measured_s: float = 0.0
+
+    @property
+    def wall_s(self) -> float:
+        return self.start_s + self.run_s
+
+    @property
+    def gpu_s(self) -> float:
+        return self.wall_s * self.group.gpus
+
+
+def rate_for(model: ModelSpec, plan: PlanConfig) -> tuple[float, str]:
+    """Expected output tok/s of one engine of `model`, and where the figure comes from."""
+    if model.name in plan.rates:
+        return plan.rates[model.name], "plan.rates override"
+    if model.name in plan.measured_rates:
+        return plan.measured_rates[model.name], "measured in the store"
+    if model.expected_tok_per_s:
+        return model.expected_tok_per_s, f"conf/model/{model.name}.yaml"
+    return plan.default_tok_per_s, "plan.default_tok_per_s"
+
+
+def cell_output_tokens(cell: Cell, plan: PlanConfig) -> float:
+    load = cell.load
+    return (load.num_prompts + load.warmup_requests) * load.max_tokens * plan.output_fill
+
+
+def cell_measured_tokens(cell: Cell, plan: PlanConfig) -> float:
+    """Output tokens of the cell's measured load alone (its window, ramp and drain included)."""
+    return cell.load.num_prompts * cell.load.max_tokens * plan.output_fill
+
+
+def group_cost(group: EngineGroup, plan: PlanConfig) -> GroupCost:
+    rate, source = rate_for(group.spec.model, plan)
+    run_s = sum(cell_output_tokens(cell, plan) for cell in group.cells) / rate
+    measured_s = sum(cell_measured_tokens(cell, plan) for cell in group.cells) / rate
+    start_s = plan.measured_start_s.get(group.spec.model.name, plan.engine_start_s)
+    return GroupCost(group, rate, source, start_s, run_s, measured_s)
+
+
+def launch_order(groups: list[EngineGroup], plan: PlanConfig) -> list[EngineGroup]:
+    """Largest bundle first; within a size, the expansion's own order when the groups hold more
+    than one repeat, else longest expected run first (LPT).
+
+    With repeats, grid/config/expand.py orders launches repeat by repeat with the levers reversed on
+    odd repeats (van, lever, lever, van, ...; shared launches likewise), so the launches a
+    comparison pairs run next to each other and a slow drift cancels over the pairs. LPT
+    would undo that wherever launches differ in length: a shared launch holding three levers'
+    blocks is longer than van's, so every lever launch ran before every van launch, and the
+    session's drift went whole into van against a lever. The price, simulated on the study's
+    final grid on 4 x 8 GPUs (`grid simulate experiment=final cluster=h200x8_4nodes`): makespan
+    83.4 -> 85.1 h (x1.000 -> x1.021 of the lower bound) under engine_reuse=auto, 71.0 -> 75.0 h
+    (x1.006 -> x1.062) under shared; on one engine at a time the order costs nothing.
+    """
+    if len({c.repeat for g in groups for c in g.cells}) > 1:
+        return sorted(groups, key=lambda g: -g.gpus)  # stable: the expansion's ABBA order within a size
+    return sorted(groups, key=lambda g: (-g.gpus, -group_cost(g, plan).wall_s))
