@@ -5,7 +5,8 @@ from unittest import mock
 
 import analysis.sequential
 from analysis.sequential_power import design_row
-from experiments.procedure_power import NOISES, STRESS
+from analysis.simulated_sessions import NOISES
+from experiments.procedure_power import STRESS
 
 
 def test_the_corrected_looks_hold_the_false_keep_and_uncorrected_ones_do_not():

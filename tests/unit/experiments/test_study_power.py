@@ -3,7 +3,7 @@ analysis.confirmation): the selection's figure reads high, the held-out one does
 
 import pytest
 
-from experiments.procedure_power import NOISES
+from analysis.simulated_sessions import NOISES
 from experiments.study_power import study_row
 
 DEFAULT, H200 = NOISES[0], NOISES[1]
