@@ -1,7 +1,7 @@
 """Before launch: would any measured prompt be one its engine has already served?
 
 Replays each engine launch's cells in order (warm-up, measured, probe prompts,
-exactly as workers/runner.py sends them) through workers/engine/served.py, without
+exactly as workers/cell.py sends them) through workers/engine/served.py, without
 an engine. `run` stops here when anything repeats and load.allow_repeats is
 off; `plan` shows the per-corpus figures.
 
@@ -114,7 +114,7 @@ def audit_groups(
     for group in groups:
         served = ServedPrompts()
         for cell in group.cells:
-            if group.resets:  # reset to fresh before the cell (workers/runner.py: ready_for_cell)
+            if group.resets:  # reset to fresh before the cell (workers/launch.py: ready_for_cell)
                 served = ServedPrompts()
             spec = cell.corpus
             corpus = corpora[corpus_key(spec)].corpus

@@ -87,12 +87,6 @@ def last_stats(text: str, plugin: str) -> PluginStats | None:
     return lines[-1] if lines else None
 
 
-def last_stats_in_file(path: Path, plugin: str) -> PluginStats | None:
-    if not path.exists():
-        return None
-    return last_stats(path.read_text(errors="replace"), plugin)
-
-
 def _minus(after: dict[int, int], before: dict[int, int]) -> dict[int, int]:
     return {k: n - before.get(k, 0) for k, n in sorted(after.items())}
 
@@ -113,11 +107,6 @@ def window_delta(before: PluginStats | None, after: PluginStats) -> PluginStats:
         _minus(after.drafts_by_k, before.drafts_by_k),
         modes,
     )
-
-
-def draft_tokens_by_k(stats: PluginStats) -> int:
-    """sum over K of K x drafts verified at K: the server's draft tokens when no draft was cut."""
-    return sum(k * n for k, n in stats.drafts_by_k.items())
 
 
 EMPTY_COLUMNS: dict[str, Any] = {

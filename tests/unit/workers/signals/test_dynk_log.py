@@ -13,7 +13,6 @@ from workers.signals.dynk_log import (
     columns,
     columns_since,
     columns_when_idle,
-    draft_tokens_by_k,
     parse_line,
     wait_for_idle_line,
     window_delta,
@@ -56,7 +55,6 @@ def test_parse_round_trips_the_tally_and_skips_lines_without_counters():
     assert stats.drafts_by_k == {4: 80, 6: 40, 12: 90}
     assert stats.modes_by_k[12] == {"full": 40, "piecewise": 2, "none": 2}
     assert stats.modes_by_k[0] == {"full": 0, "piecewise": 4, "none": 0}
-    assert draft_tokens_by_k(stats) == 4 * 80 + 6 * 40 + 12 * 90
     assert parse_line("INFO lever_plugins dynk: wrapped vllm.v1.spec_decode...propose") is None
 
 
