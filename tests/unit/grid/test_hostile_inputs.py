@@ -22,7 +22,7 @@ import pytest
 import grid.orchestrate.run
 import grid.orchestrate.schedule
 import store.space
-from grid import catalog
+from grid.config import catalog
 from grid.__main__ import main
 
 UNREACHABLE = "http://127.0.0.1:1"  # nothing listens on port 1

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from experiments.tune import Tune, compose_tune
-from grid import catalog
+from grid.config import catalog
 from grid.cli.corpus_report import corpus
 from grid.cli.plan_report import plan_summary
 from grid.config.compose import compose_config

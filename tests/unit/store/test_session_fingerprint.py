@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from grid import session
+from grid.orchestrate import session
 from store.atomic import write_json
 from store.layout import StoreLayout
 from store.read import connect

@@ -437,7 +437,7 @@ def test_a_resume_over_a_changed_corpus_stops_before_launch(inputs, no_launch, h
 
 
 def test_the_session_records_every_corpus_hash(inputs, monkeypatch):
-    from grid import session
+    from grid.orchestrate import session
     from workers.load.prompts import content_sha256
 
     seen = {}

@@ -5,7 +5,7 @@ from dataclasses import fields
 import pytest
 
 from experiments.tune import compose_tune
-from grid import catalog
+from grid.config import catalog
 from grid.config.compose import CONF_DIR, compose_config
 from vocab.errors import ConfigError
 from vocab.schema import Config, CorpusSpec, LoadSpec, ModelSpec
