@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from typing import Any, NamedTuple
 
+import pandas as pd
 from rich.console import Console
 
 from analysis.gpu_time import share_line
@@ -50,12 +51,11 @@ class Named(NamedTuple):
     label: str
 
 
-def store_cells(ledger: Any, root: Any, checksums: bool) -> list[Named]:
+def store_cells(ledger: Any, measured: pd.DataFrame) -> list[Named]:
     """Every cell the store holds, named by the label its manifests record, else by its measured
-    row's fields (stores written before labels were recorded), else by its key."""
-    measured = latest_cells(root, checksums=checksums) if ledger.states else None
+    row's fields (`measured`: latest_cells; stores written before labels were recorded), else by its key."""
     from_rows: dict[str, str] = {}
-    if measured is not None and not measured.empty:
+    if not measured.empty:
         fields = measured[["cell_key", "model", "lever", "k", "corpus", "repeat"]].to_dict("records")
         from_rows = {row["cell_key"]: cell_label(row) for row in fields}
     named = [Named(key, state.label or from_rows.get(key) or key) for key, state in ledger.states.items()]
@@ -80,9 +80,11 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
     config = to_config(cfg)
     root = existing_store(config.paths.store, config.paths.store_options)
     ledger = build_ledger(root, checksums)
+    # Read once: with checksums it hashes every file (store_cells names by it, the GPU share counts it).
+    measured = latest_cells(root, checksums=checksums)
     scope = config.name if names_a_grid(overrides) else None
     if scope is None:
-        cells = store_cells(ledger, root, checksums)
+        cells = store_cells(ledger, measured)
     else:
         cells = [Named(c.key, c.label) for c in expand(config)]
     labels = {c.key: c.label for c in cells}
@@ -144,7 +146,6 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
         ("files checked: sizes and sha256 checksums" if checksums else "files checked: sizes only (--quick)")
         + older
     )
-    measured = latest_cells(root, checksums=checksums)
     if not measured.empty and (
         line := share_line(measured[measured["cell_key"].isin({c.key for c in cells})])
     ):
