@@ -22,8 +22,8 @@ import pytest
 import grid.orchestrate.run
 import grid.orchestrate.schedule
 import store.space
-from grid.config import catalog
 from grid.__main__ import main
+from grid.config import catalog
 
 UNREACHABLE = "http://127.0.0.1:1"  # nothing listens on port 1
 S3_ENV = {

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from experiments.tune import Tune, compose_tune
-from grid.config import catalog
 from grid.cli.corpus_report import corpus
 from grid.cli.plan_report import plan_summary
+from grid.config import catalog
 from grid.config.compose import compose_config
 from grid.config.expand import expand, to_config
 from grid.plan.anchor import anchor_cells

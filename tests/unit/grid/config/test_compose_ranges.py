@@ -7,8 +7,8 @@ range and the fix, exit code 2, before an engine could start.
 import pytest
 
 import grid.orchestrate.run
-from grid.config import catalog
 from grid.__main__ import main
+from grid.config import catalog
 from grid.config.compose import CONF_DIR, compose_config
 from vocab.errors import ConfigError
 
