@@ -37,9 +37,9 @@ summary: setup ## Print the summary table of ./results
 report: setup ## Write the HTML report of an experiment (default smoke) into results/reports/
 	$(PY) -m grid report experiment=smoke $(ARGS)
 
-test: assets ## All tests: unit, report/notebooks (headless chromium), real CPU engine and plugins, scheduling/faults
+test: assets ## All tests: real CPU engine and plugins, beside them unit, report (headless chromium), scheduling/faults
 	bash scripts/install_chromium.sh
-	$(PY) -m pytest -q $(DURATIONS) tests/unit tests/report tests/engine tests/plugins_engine tests/scheduling $(ARGS)
+	PY=$(PY) bash scripts/test_streams.sh -q $(DURATIONS) $(ARGS)
 
 test-unit: setup ## Unit tests only (no engine, seconds)
 	$(PY) -m pytest -q $(DURATIONS) tests/unit $(ARGS)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -97,6 +98,35 @@ class DesignRow:
     sessions_null: float = 1.0
 
 
+def null_and_gain(
+    noise: ProcedureNoise,
+    draws: int,
+    seed: int,
+    n: int | None = None,
+    looks: Sequence[int] = LOOKS,
+    min_gain: float = 0.0,
+    gain: bool = True,
+) -> tuple[list[Decision], list[Decision]]:
+    """`draws` decisions on a lever that does nothing, then `draws` on one with GAIN (none if not
+    `gain`), from one generator seeded `seed`: the null draws are the same with or without the gain's."""
+    rng = np.random.default_rng(seed)
+
+    def one(effect: float) -> Decision:
+        if n is not None:
+            return fixed(noise, effect, n, rng)
+        return sequential(noise, effect, looks, rng, min_gain)
+
+    null = [one(0.0) for _ in range(draws)]
+    return null, [one(GAIN) for _ in range(draws)] if gain else []
+
+
+def false_keep(noise: ProcedureNoise, draws: int, seed: int, **design: Any) -> float:
+    """design_row's false_keep alone (its null draws, without the gain's): how often a lever that
+    does nothing is kept."""
+    null, _ = null_and_gain(noise, draws, seed, gain=False, **design)
+    return sum(d.kept for d in null) / draws
+
+
 def design_row(
     noise: ProcedureNoise,
     design: str,
@@ -106,15 +136,7 @@ def design_row(
     looks: Sequence[int] = LOOKS,
     min_gain: float = 0.0,
 ) -> DesignRow:
-    rng = np.random.default_rng(seed)
-
-    def one(effect: float) -> Decision:
-        if n is not None:
-            return fixed(noise, effect, n, rng)
-        return sequential(noise, effect, looks, rng, min_gain)
-
-    null = [one(0.0) for _ in range(draws)]
-    gain = [one(GAIN) for _ in range(draws)]
+    null, gain = null_and_gain(noise, draws, seed, n, looks, min_gain)
     return DesignRow(
         noise.name,
         design,

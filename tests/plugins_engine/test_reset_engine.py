@@ -38,8 +38,11 @@ from workers.engine.reset import ResetReport, reset_engine
 from workers.signals.counters import ServerCounters
 
 CORPORA = Path(".cache/data/corpora")
-CELL_PROMPTS = 6
-MAX_TOKENS = 48
+# 4 prompts per cell, one at a time, three cells and the switched ones: the counters still differ
+# between a stale and a fresh engine by the drafts the stale tree accepts from the cell's own outputs.
+CELL_PROMPTS = 4
+# Requests go one at a time (26 per lever launch): 32 tokens each keep the launch under a minute.
+MAX_TOKENS = 32
 SUFFIX_K8 = {"method": "suffix", "num_speculative_tokens": 8}
 DYNK_COST = "0.0009765625"
 LEVERS: dict[str, tuple[dict, dict[str, str]]] = {
