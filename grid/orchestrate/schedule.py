@@ -154,14 +154,20 @@ def init_ray(ray_cfg: RayConfig) -> list[int]:
     if ray.is_initialized():
         return []
     address = ray_cfg.address or os.environ.get("RAY_ADDRESS") or "local"
+    swept = sweep_agents() if address == "local" else []
+    connect(address)
+    _STARTED = True
+    return swept
+
+
+def connect(address: str) -> None:
+    """ray.init as a run calls it. A caller that connects this way first (tests/engine's one local
+    cluster for its in-process runs) keeps its Ray: a run neither starts another nor ends it."""
     # A local cluster binds to loopback: it serves this machine only.
     local = {"_node_ip_address": "127.0.0.1"} if address == "local" else {}
-    swept = sweep_agents() if address == "local" else []
     if address == "local":
         quiet_token_notice()
     ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False, **local)
-    _STARTED = True
-    return swept
 
 
 def bundle(group: EngineGroup, ray_cfg: RayConfig) -> dict[str, float]:

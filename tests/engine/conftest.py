@@ -51,3 +51,16 @@ def describe(procs: list[psutil.Process]) -> str:
 def _assets_ready():
     if not (project_path(".cache/models/SmolLM2-135M-Instruct") / "config.json").is_file():
         pytest.fail("SmolLM2 is not converted; run `make assets` (make test does it)")
+
+
+@pytest.fixture(scope="session")
+def local_ray():
+    """One local Ray cluster for this directory's in-process grid runs, started as a run starts its own
+    (grid/orchestrate/schedule.py: connect). A run joins a caller's Ray and leaves it up (run.py:
+    leave_ray), so the five runs here start one cluster instead of five (~7 s and a few core-seconds
+    each on the 2-core box); the drivers run as subprocesses (lifetime, README) start their own."""
+    from grid.orchestrate.schedule import connect, disconnect
+
+    connect("local")
+    yield
+    disconnect()

@@ -114,7 +114,7 @@ def engine_core_below(root_pid: int) -> psutil.Process | None:
     return None
 
 
-def test_engine_core_killed_during_the_measured_load_fails_the_cell_which_is_retried(tmp_path):
+def test_engine_core_killed_during_the_measured_load_fails_the_cell_which_is_retried(tmp_path, local_ray):
     """kill -9 of EngineCore, not of the API server (which answers on with HTTP 500): the attempt fails
     naming EngineCore and the stage, and the driver's retry measures the cell on a fresh engine."""
     store = tmp_path / "store"

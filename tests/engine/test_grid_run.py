@@ -47,7 +47,7 @@ def run_small(root, *extra: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(tmp_path_factory, local_ray):
     root = tmp_path_factory.mktemp("store")
     return root, *run_small(root, "session_id=test-session")
 
@@ -181,7 +181,7 @@ def test_the_probe_scores_the_same_text_identically_on_van_and_suffix(store):
 
 
 @pytest.fixture(scope="module")
-def perturbed(store, tmp_path_factory):
+def perturbed(store, tmp_path_factory, local_ray):
     """The same store plus van at temperature 1: a lever that changes outputs on purpose."""
     root = tmp_path_factory.mktemp("perturbed") / "store"
     shutil.copytree(store[0], root)
@@ -257,7 +257,7 @@ REPEATED_PROMPTS = 60
 
 
 @pytest.fixture(scope="module")
-def repeated(tmp_path_factory):
+def repeated(tmp_path_factory, local_ray):
     """Two repeats on one van engine, allowed: most of the second repeat's prompts were served before."""
     root = tmp_path_factory.mktemp("repeated") / "store"
     extra = (

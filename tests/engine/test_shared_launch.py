@@ -31,7 +31,7 @@ HOOKS = {"suffix": "suffix", "bestkpad": "kpad", "dynk": "dynk"}
 
 
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory):
+def shared(tmp_path_factory, local_ray):
     root = tmp_path_factory.mktemp("shared")
     code, output = run_small(
         root,
