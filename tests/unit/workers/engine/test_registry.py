@@ -35,9 +35,11 @@ def started():
 
 def dead_owner() -> ProcessId:
     """A process that ran and is gone."""
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    # It waits on its stdin until its identity is read: one that exits at once can be a zombie
+    # before its command line is read (psutil.ZombieProcess, seen on the CI box).
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     identity = ProcessId.of(psutil.Process(proc.pid))
-    proc.wait()
+    proc.communicate()
     return identity
 
 
