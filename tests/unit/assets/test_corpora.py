@@ -35,6 +35,14 @@ def test_same_inputs_build_byte_identical_corpora(small_build):
         assert load_corpus(first[name]) == load_corpus(second[name])
 
 
+def test_a_build_in_one_process_per_core_equals_a_serial_one(small_build, monkeypatch):
+    parallel = small_build("parallel")
+    monkeypatch.setattr(corpora.os, "cpu_count", lambda: 1)
+    serial = small_build("serial")
+    for name in parallel:
+        assert parallel[name].read_bytes() == serial[name].read_bytes(), name
+
+
 def test_a_second_venv_with_an_extra_package_builds_byte_identical_corpora(
     small_build, tmp_path, monkeypatch
 ):
