@@ -37,8 +37,9 @@ summary: setup ## Print the summary table of ./results
 report: setup ## Write the HTML report of an experiment (default smoke) into results/reports/
 	$(PY) -m grid report experiment=smoke $(ARGS)
 
-test: assets ## All tests: real CPU engine and plugins, beside them unit, report (headless chromium), scheduling/faults
-	bash scripts/install_chromium.sh
+test: setup ## All tests: real CPU engine and plugins, beside them unit, report (headless chromium), scheduling/faults
+	@# chromium's install (mostly download and unpack) runs while the assets build (CPU).
+	bash scripts/install_chromium.sh & chromium=$$!; $(MAKE) --no-print-directory assets && wait $$chromium
 	PY=$(PY) bash scripts/test_streams.sh -q $(DURATIONS) $(ARGS)
 
 test-unit: setup ## Unit tests only (no engine, seconds)
