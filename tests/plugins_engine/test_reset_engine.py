@@ -41,8 +41,10 @@ CORPORA = Path(".cache/data/corpora")
 # 4 prompts per cell, one at a time, three cells and the switched ones: the counters still differ
 # between a stale and a fresh engine by the drafts the stale tree accepts from the cell's own outputs.
 CELL_PROMPTS = 4
-# Requests go one at a time (26 per lever launch): 32 tokens each keep the launch under a minute.
-MAX_TOKENS = 32
+# Requests go one at a time (26 per lever launch), so their length is most of a launch's time: at 16
+# tokens (2026-12-05, alone on the 2-core box, one run) stale still differs from fresh in every
+# lever's counters and each switched hook from the others, and the directory took 324 s.
+MAX_TOKENS = 16
 SUFFIX_K8 = {"method": "suffix", "num_speculative_tokens": 8}
 DYNK_COST = "0.0009765625"
 LEVERS: dict[str, tuple[dict, dict[str, str]]] = {
