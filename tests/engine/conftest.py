@@ -53,12 +53,13 @@ def _assets_ready():
         pytest.fail("SmolLM2 is not converted; run `make assets` (make test does it)")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def local_ray():
     """One local Ray cluster for this directory's in-process grid runs, started as a run starts its own
     (grid/orchestrate/schedule.py: connect). A run joins a caller's Ray and leaves it up (run.py:
     leave_ray), so the five runs here start one cluster instead of five (~7 s and a few core-seconds
-    each on the 2-core box); the drivers run as subprocesses (lifetime, README) start their own."""
+    each on the 2-core box); the drivers run as subprocesses (lifetime, README) start their own. Package
+    scope: it stops after tests/engine, not at the end of the stream."""
     from grid.orchestrate.schedule import connect, disconnect
 
     connect("local")
