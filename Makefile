@@ -37,9 +37,8 @@ summary: setup ## Print the summary table of ./results
 report: setup ## Write the HTML report of an experiment (default smoke) into results/reports/
 	$(PY) -m grid report experiment=smoke $(ARGS)
 
-test: setup ## All tests: real CPU engine and plugins, beside them unit, report (headless chromium), scheduling/faults
-	@# chromium's install (mostly download and unpack) runs while the assets build (CPU).
-	bash scripts/install_chromium.sh & chromium=$$!; $(MAKE) --no-print-directory assets && wait $$chromium
+test: setup ## All tests: real CPU engine and plugins, beside them scheduling/faults, unit and report (headless chromium)
+	@# The assets and chromium are made inside, beside the tests that do not need them.
 	PY=$(PY) bash scripts/test_streams.sh -q $(DURATIONS) $(ARGS)
 
 test-unit: setup ## Unit tests only (no engine, seconds)
