@@ -1,47 +1,97 @@
 #!/usr/bin/env bash
-# `make test` after the setup: the assets, chromium and the whole suite as three pytest runs at
+# `make test` after the setup: the assets, chromium and the whole suite as two pytest streams at
 # once on one machine.
 #
-# Why at once: the real-engine tests (tests/engine, tests/plugins_engine) keep about one core of
-# the 2-core CI box busy on average (1.15 cores over tests/engine/test_engine_failure.py, sampled
-# from /proc/stat every 2 s on 2026-12-05: an engine start is three Python processes importing
-# vLLM one after the other, ~13 s of one core each; a measured load takes 1.5-2.0). The scheduling
-# tests mostly wait (on Ray, on stand-in engines, on signals), the unit tests are CPU work
-# (~380 CPU-s): run one after the other, they left the engine stream's idle core unused.
+# Why two: the real-engine tests (tests/engine, tests/plugins_engine) keep about one core of the
+# 2-core CI box busy on average (1.15 cores over tests/engine/test_engine_failure.py, sampled from
+# /proc/stat every 2 s on 2026-12-05: an engine start is three Python processes importing vLLM one
+# after the other, ~13 s of one core each; a measured load takes 1.5-2.0). Run one after the
+# other, the host-only tests (scheduling, unit, report) left that second core idle. Not three: with
+# the scheduling and the unit tests as streams of their own beside the engine's, the engine stream
+# took 1437 s against 1166 s beside one host stream, and the whole run 1644 s against 1593 s
+# (fresh clones, 2026-12-05): the box is CPU-bound, and a third stream only takes the engine's.
 #
 # How: the engine stream runs in the foreground: the model and the demo's corpora (`python -m
-# assets`, all it reads), then its tests. Beside it, each in a session (so an autogroup) of its
-# own at nice 10, where both want a core the engine's threads get it first (CFS weights 1024 to
-# 110) and its gates (host starvation, event-loop lag) read the engine's own contention, not the
-# suite's:
-#   - the scheduling stream (tests/scheduling: a fake cluster, a stand-in engine and its own
-#     small inputs) from the start;
-#   - the unit stream (tests/unit, tests/report): chromium's install beside the study's corpora
-#     (`python -m assets experiment=final`, once the model is converted), then its tests.
-# The engine tests stay in one stream: they scan the machine for vLLM processes left behind, which
-# another stream's engine would look like. The other streams' output is kept in files and printed
-# after the engine stream's, each with its slowest tests and its time per directory against
-# tests/budgets.toml.
+# assets`, all it reads), then its tests. The host stream runs beside it from the start, at nice
+# 10 in a session (so an autogroup) of its own, so where both want a core the engine's threads
+# get it first (CFS weights 1024 to 110) and its gates (host starvation, event-loop lag) read the
+# engine's own contention, not the suite's: first tests/scheduling (a fake cluster, a stand-in
+# engine and small inputs of its own: nothing built), then, once the study's corpora (`python -m
+# assets experiment=final`, started beside both once the model is converted) and chromium are
+# there, tests/unit and tests/report. The engine tests stay in one stream: they scan the machine
+# for vLLM processes left behind, which another stream's engine would look like. The host
+# stream's output is kept in a file and printed after the engine stream's, each pytest run with
+# its slowest tests and its time per directory against tests/budgets.toml.
 #
-# Usage: scripts/test_streams.sh [pytest args for every stream]   (PY: the interpreter)
+# Usage: scripts/test_streams.sh [pytest args for every pytest run]   (PY: the interpreter)
 set -uo pipefail
+SELF="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 HOST_NICE=${HOST_NICE:-10}
 ENGINE_DIRS=(tests/engine tests/plugins_engine)
-SCHEDULING_DIRS=(tests/scheduling)
-UNIT_DIRS=(tests/unit tests/report)
-# The unit stream's own exit code when its assets or chromium could not be made (pytest uses 0-5).
+HOST_FIRST_DIRS=(tests/scheduling)
+HOST_THEN_DIRS=(tests/unit tests/report)
+# The host stream's exit code when the study corpora or chromium could not be made (pytest: 0-5).
 PREP_FAILED=6
+
+# first_failure RC...: the first code that is a failure; pytest's 5 (no tests collected) in one run
+# is not one when `-k` picked tests of another; 5 when every run collected nothing.
+first_failure() {
+    local rc
+    for rc in "$@"; do
+        if [[ $rc -ne 0 && $rc -ne 5 ]]; then
+            return "$rc"
+        fi
+    done
+    for rc in "$@"; do
+        [[ $rc -eq 5 ]] || return 0
+    done
+    return 5
+}
+
+# The two jobs that run beside the engine stream, each started by this script as `$SELF __JOB WORK ...`.
+if [[ ${1:-} == __prep ]]; then
+    work=$2
+    bash scripts/install_chromium.sh &
+    chromium=$!
+    if ! "$PY" -m assets experiment=final; then
+        echo "== the study corpora could not be built (python -m assets experiment=final)"
+        echo "$PREP_FAILED" >"$work/prep.rc"
+    elif ! wait "$chromium"; then
+        echo "== chromium could not be installed (scripts/install_chromium.sh)"
+        echo "$PREP_FAILED" >"$work/prep.rc"
+    else
+        echo 0 >"$work/prep.rc"
+    fi
+    exit 0
+fi
+if [[ ${1:-} == __host ]]; then
+    work=$2
+    shift 2
+    "$PY" -m pytest "$@" "${HOST_FIRST_DIRS[@]}"
+    first_rc=$?
+    until [[ -e $work/prep.rc ]]; do sleep 1; done
+    prep_rc=$(cat "$work/prep.rc")
+    if [[ $prep_rc -ne 0 ]]; then
+        echo "== ${HOST_THEN_DIRS[*]} not run: see the prep's output"
+        exit "$prep_rc"
+    fi
+    "$PY" -m pytest "$@" "${HOST_THEN_DIRS[@]}"
+    then_rc=$?
+    first_failure "$first_rc" "$then_rc"
+    exit $?
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/lever-grid-tests.XXXXXX")
 start_s=$(date +%s)
 pids=()
 
-# beside NAME CMD...: CMD in a session (an autogroup) of its own at nice HOST_NICE, output kept in
-# $work/NAME.log. Linux with sched_autogroup_enabled=1 shares CPU fairly between autogroups
-# whatever the nice values inside them, and every engine runs in a session, so an autogroup, of its
-# own: the autogroup is given the nice too, from inside the session, where the kernel lets it.
+# beside NAME ARGS...: `$0 ARGS...` in a session (an autogroup) of its own at nice HOST_NICE,
+# output kept in $work/NAME.log. Linux with sched_autogroup_enabled=1 shares CPU fairly between
+# autogroups whatever the nice values inside them, and every engine runs in a session, so an
+# autogroup, of its own: the autogroup is given the nice too, from inside the session, where the
+# kernel lets it.
 beside() {
     local name=$1
     shift
@@ -49,12 +99,12 @@ beside() {
         if echo "$1" 2>/dev/null >/proc/self/autogroup; then echo "autogroup nice $1" >"$2"; fi
         nice_level=$1; shift 2
         exec nice -n "$nice_level" "$@"' \
-        _ "$HOST_NICE" "$work/$name.group" "$@" >"$work/$name.log" 2>&1 &
+        _ "$HOST_NICE" "$work/$name.group" bash "$SELF" "$@" >"$work/$name.log" 2>&1 &
     pids+=($!)
 }
 
-# Each stream leads a process group of its own (setsid): the signal reaches the group, so a
-# stream still building its assets stops as well as one running pytest.
+# Each job leads a process group of its own (setsid): the signal reaches the group, so a job
+# between its steps stops as well as one inside pytest.
 stop_all() {
     local pid
     for pid in "${pids[@]}"; do
@@ -66,55 +116,41 @@ stop_all() {
 trap 'stop_all INT; rm -rf "$work"; exit 130' INT
 trap 'stop_all TERM; rm -rf "$work"; exit 143' TERM
 
-beside scheduling "$PY" -m pytest "$@" "${SCHEDULING_DIRS[@]}"
-scheduling_pid=${pids[-1]}
+beside host __host "$work" "$@"
+host_pid=${pids[-1]}
 sleep 1
-group=$(cat "$work/scheduling.group" 2>/dev/null)
-group=${group:-"their autogroups' nice left as it was"}
+group=$(cat "$work/host.group" 2>/dev/null)
+group=${group:-"its autogroup's nice left as it was"}
 
 echo "== assets for the engine stream: the model and the demo's corpora"
 if ! "$PY" -m assets; then
-    echo "== the assets could not be built: no engine or unit tests run; stopping the scheduling stream"
+    echo "== the assets could not be built: no engine, unit or report tests run; stopping the host stream"
     stop_all TERM
     rm -rf "$work"
     exit 2
 fi
 # The study's corpora need the converted model's tokenizer: they start only now.
-beside unit bash -c '
-    py=$1 prep_failed=$2; shift 2
-    bash scripts/install_chromium.sh & chromium=$!
-    "$py" -m assets experiment=final || { echo "== the study corpora could not be built"; exit "$prep_failed"; }
-    wait "$chromium" || { echo "== chromium could not be installed (scripts/install_chromium.sh)"; exit "$prep_failed"; }
-    exec "$py" -m pytest "$@"' \
-    _ "$PY" "$PREP_FAILED" "$@" "${UNIT_DIRS[@]}"
-unit_pid=${pids[-1]}
+beside prep __prep "$work"
+prep_pid=${pids[-1]}
 
-echo "== engine stream: ${ENGINE_DIRS[*]} (beside it at nice $HOST_NICE, $group: ${SCHEDULING_DIRS[*]}; the study corpora, chromium, then ${UNIT_DIRS[*]}; output in $work)"
+echo "== engine stream: ${ENGINE_DIRS[*]} (beside it at nice $HOST_NICE, $group: ${HOST_FIRST_DIRS[*]}," \
+    "then ${HOST_THEN_DIRS[*]} once the study corpora and chromium are made; output in $work)"
 "$PY" -m pytest "$@" "${ENGINE_DIRS[@]}"
 engine_rc=$?
 engine_s=$(($(date +%s) - start_s))
-wait "$scheduling_pid"
-scheduling_rc=$?
-wait "$unit_pid"
-unit_rc=$?
+wait "$prep_pid"
+# A prep that died without saying how (killed) must not leave the host stream waiting for it.
+[[ -e $work/prep.rc ]] || echo "$PREP_FAILED" >"$work/prep.rc"
+wait "$host_pid"
+host_rc=$?
 trap - INT TERM
-for name in scheduling unit; do
-    echo
-    echo "== $name stream (nice $HOST_NICE)"
-    cat "$work/$name.log"
-done
+echo
+echo "== the study corpora and chromium (nice $HOST_NICE)"
+cat "$work/prep.log"
+echo
+echo "== host stream: ${HOST_FIRST_DIRS[*]}, then ${HOST_THEN_DIRS[*]} (nice $HOST_NICE)"
+cat "$work/host.log"
 rm -rf "$work"
 echo
-echo "== streams: engine ${engine_s} s (exit $engine_rc); all done in $(($(date +%s) - start_s)) s" \
-    "(scheduling exit $scheduling_rc, unit exit $unit_rc)"
-# pytest's 5 (no tests collected) in one stream is not a failure when `-k` picked tests of another.
-all_five=1
-for rc in "$engine_rc" "$scheduling_rc" "$unit_rc"; do
-    if [[ $rc -ne 0 && $rc -ne 5 ]]; then
-        exit "$rc"
-    fi
-    [[ $rc -eq 5 ]] || all_five=0
-done
-if [[ $all_five -eq 1 ]]; then
-    exit 5
-fi
+echo "== streams: engine ${engine_s} s (exit $engine_rc); both done in $(($(date +%s) - start_s)) s (host exit $host_rc)"
+first_failure "$engine_rc" "$host_rc"

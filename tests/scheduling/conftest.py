@@ -24,7 +24,11 @@ def cluster():
     if ray.is_initialized():
         ray.shutdown()
     # Loopback only (tests/conftest.py): the fake nodes are processes on this machine.
-    fake = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 0})
+    # No dashboard: nothing here reads it (the grid joins with include_dashboard=False too), and its
+    # nine processes would start and idle beside every test.
+    fake = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 0, "include_dashboard": False}
+    )
     for gpus in (8, 8, 4):
         fake.add_node(num_cpus=8, num_gpus=gpus)
     fake.wait_for_nodes()
