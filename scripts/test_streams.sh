@@ -38,7 +38,7 @@ ENGINE_DIRS=(tests/engine tests/plugins_engine)
 ENGINE_THEN_DIRS=(tests/report tests/unit/assets)
 HOST_FIRST_DIRS=(tests/scheduling)
 HOST_THEN_DIRS=(tests/unit --ignore=tests/unit/assets)
-# The host stream's exit code when the study corpora or chromium could not be made (pytest: 0-5).
+# A stream's exit code when the study corpora or chromium could not be made (pytest uses 0-5).
 PREP_FAILED=6
 
 # first_failure RC...: the first code that is a failure; pytest's 5 (no tests collected) in one run
@@ -93,7 +93,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/lever-grid-tests.XXXXXX")
 start_s=$(date +%s)
 pids=()
 
-# beside NAME ARGS...: `$0 ARGS...` in a session (an autogroup) of its own at nice HOST_NICE,
+# beside NAME ARGS...: `$SELF ARGS...` (this script) in a session (an autogroup) of its own at nice HOST_NICE,
 # output kept in $work/NAME.log. Linux with sched_autogroup_enabled=1 shares CPU fairly between
 # autogroups whatever the nice values inside them, and every engine runs in a session, so an
 # autogroup, of its own: the autogroup is given the nice too, from inside the session, where the
