@@ -89,8 +89,10 @@ def test_a_hog_on_the_engines_cores_makes_the_cell_invalid_and_says_why(cells):
     assert "engine host threads starved: EngineCore waited for a core" in starved["invalid_reasons"]
     assert starved["engine_wait_share"] > calm["engine_wait_share"]
     # Not the involuntary switches: a starved engine runs less and is switched out less often
-    # (98/s starved against 356/s unloaded, 2026-12-03), so they cannot judge starvation.
-    assert starved["output_tok_per_s"] < calm["output_tok_per_s"]
+    # (98/s starved against 356/s unloaded, 2026-12-03), so they cannot judge starvation. Nor the
+    # throughput: 8 prompts of 32 tokens on a box shared with the other test stream put the two
+    # cells' tok/s within noise of each other (CI stop 43: 21.58 hogged against 21.55 unloaded).
+    # The wait share above is what the gate reads, and what a hog moves.
 
 
 def test_each_cell_records_the_cpu_sets_and_whether_they_were_pinned(cells):
