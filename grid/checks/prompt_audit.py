@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from store.fs import StoreRoot
 from vocab.errors import ConfigError
@@ -24,6 +25,7 @@ from vocab.schema import CorpusSpec
 from workers.engine.served import Reuse, ServedPrompts
 from workers.load.prompts import (
     Corpus,
+    Schedule,
     TooFewPrompts,
     cell_schedule,
     corpus_file,
@@ -32,6 +34,9 @@ from workers.load.prompts import (
     read_corpus,
 )
 from workers.load.traces import named
+
+if TYPE_CHECKING:
+    from vocab.cells import Cell
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,40 @@ def read_corpora(
     return reads
 
 
+class SchedulePlans:
+    """Each cell's schedule and size verdict, worked out once per corpus, load and repeat seed.
+
+    Every model and lever of one repeat sends the same prompts (workers/load/prompts.py:
+    prompt_seed), so the study's thousands of cells share a few dozen schedules; each one
+    shuffles the whole corpus, which made `grid plan experiment=final` spend most of its
+    time shuffling the same orders again. Keyed by the corpus object: the audit's reads
+    keep every corpus alive for as long as this lives.
+    """
+
+    def __init__(self) -> None:
+        self._plans: dict[tuple, tuple[str | None, Schedule]] = {}
+        self._distinct: dict[int, int] = {}
+
+    def of(self, cell: Cell, corpus: Corpus) -> tuple[str | None, Schedule]:
+        """Why the corpus is too small for the cell without repeats (None if it is not), and the
+        cell's schedule with repeats allowed."""
+        load = cell.load
+        key = (id(corpus), cell.corpus.name, load.warmup_requests, load.num_prompts, load.seed, cell.repeat)
+        if key not in self._plans:
+            too_few = None
+            try:
+                cell_schedule(cell, corpus, allow_repeats=False)
+            except TooFewPrompts as exc:
+                too_few = str(exc)
+            self._plans[key] = (too_few, cell_schedule(cell, corpus, allow_repeats=True))
+        return self._plans[key]
+
+    def distinct_count(self, corpus: Corpus) -> int:
+        if id(corpus) not in self._distinct:
+            self._distinct[id(corpus)] = len(distinct(corpus.prompts))
+        return self._distinct[id(corpus)]
+
+
 def audit_groups(
     groups: list[EngineGroup],
     data_dir: Path,
@@ -111,6 +150,7 @@ def audit_groups(
         if errors := [r.error for r in corpora.values() if r.error]:
             raise ConfigError("\n  ".join(errors))
     out = []
+    plans = SchedulePlans()
     for group in groups:
         served = ServedPrompts()
         for cell in group.cells:
@@ -120,12 +160,7 @@ def audit_groups(
             corpus = corpora[corpus_key(spec)].corpus
             if corpus is None:
                 continue
-            too_few = None
-            try:
-                cell_schedule(cell, corpus, allow_repeats=False)
-            except TooFewPrompts as exc:
-                too_few = str(exc)
-            plan = cell_schedule(cell, corpus, allow_repeats=True)
+            too_few, plan = plans.of(cell, corpus)
             reuse = served.measured_reuse(plan.warmup, plan.measured, spec.name, cell.repeat)
             for prompts in (plan.warmup, plan.measured, probe_prompts(corpus.prompts, probe_count)):
                 served.add(prompts, spec.name, cell.repeat)
@@ -137,7 +172,7 @@ def audit_groups(
                 CellPrompts(
                     cell.label,
                     spec.name,
-                    len(distinct(corpus.prompts)),
+                    plans.distinct_count(corpus),
                     len(plan.warmup),
                     len(plan.measured),
                     reuse,
