@@ -1,4 +1,7 @@
-"""`python -m assets [overrides]`: prepare the embedded model and corpora (idempotent).
+"""`python -m assets [--only NAME,...] [overrides]`: prepare the embedded model and corpora (idempotent).
+
+`--only` builds the named corpora and no others (`make test` builds the two the real-engine
+tests read first, and the rest beside them).
 
 The model comes first: its tokenizer caps the corpora to the composed config's
 max_model_len - max_tokens (e.g. `python -m assets load=study engine.max_model_len=16384`).
@@ -24,6 +27,7 @@ from vocab.paths import data_path, project_path
 
 def main(argv: list[str]) -> int:
     try:
+        only, argv = only_corpora(argv)
         cfg = compose_config(argv)
         model_dir = smollm2.ensure(project_path(cfg.paths.models_dir))
         dummy_models.ensure(project_path(cfg.paths.models_dir))
@@ -32,12 +36,11 @@ def main(argv: list[str]) -> int:
             raise ConfigError(f"engine.max_model_len must exceed load.max_tokens (cap {max_prompt_tokens})")
         data_dir = data_path(cfg.paths.data_dir, cfg.paths.store_options)
         if isinstance(data_dir, StorePath):
-            built = corpora.ensure(
-                build_dir(project_path(cfg.paths.cache_dir), str(data_dir)), model_dir, max_prompt_tokens
-            )
+            build_in = build_dir(project_path(cfg.paths.cache_dir), str(data_dir))
+            built = corpora.ensure(build_in, model_dir, max_prompt_tokens, only)
             publish(built, data_dir)
         else:
-            corpora.ensure(data_dir, model_dir, max_prompt_tokens)
+            corpora.ensure(data_dir, model_dir, max_prompt_tokens, only)
     except (GridError, StoreError) as exc:
         print(f"error: {redact(str(exc))}", file=sys.stderr)
         return 2
@@ -45,6 +48,20 @@ def main(argv: list[str]) -> int:
         print(f"error: {os_error_line(exc)}", file=sys.stderr)
         return 2
     return 0
+
+
+def only_corpora(argv: list[str]) -> tuple[list[str] | None, list[str]]:
+    """`--only a,b` or `--only=a,b` (before or among the overrides) and the overrides without it."""
+    rest = list(argv)
+    for i, arg in enumerate(rest):
+        if arg == "--only" or arg.startswith("--only="):
+            value = arg.partition("=")[2] if "=" in arg else (rest[i + 1] if i + 1 < len(rest) else "")
+            del rest[i : i + (1 if "=" in arg else 2)]
+            names = [name for name in value.split(",") if name]
+            if not names:
+                raise ConfigError("--only needs corpus names, e.g. --only code_complete,chat_bench")
+            return names, rest
+    return None, rest
 
 
 def build_dir(cache_dir: Path, url: str) -> Path:

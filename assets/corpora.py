@@ -20,7 +20,7 @@ import multiprocessing
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from assets.corpus_docs import rag_rows, summarize_rows
 from assets.corpus_pins import pins_digest
 from assets.corpus_sources import CODE_PACKAGES, COMPLETE_PACKAGES, DOC_PACKAGES
 from store.atomic import write_atomic
+from vocab.errors import ConfigError
 from workers.load.prompts import content_sha256
 from workers.load.tokens import TokenCounter, percentiles
 
@@ -180,8 +181,11 @@ def sources_fingerprint() -> str:
     return pins_digest(source_packages())
 
 
-def ensure(data_dir: Path, model_dir: Path, max_prompt_tokens: int) -> dict[str, Path]:
-    """Every corpus under data_dir/corpora, built when missing or built with other settings.
+def ensure(
+    data_dir: Path, model_dir: Path, max_prompt_tokens: int, only: Collection[str] | None = None
+) -> dict[str, Path]:
+    """Every corpus under data_dir/corpora (or those named in `only`), built when missing or built
+    with other settings. The mix is drawn from all the others, so naming it builds them all.
 
     The corpora to build are built side by side, one process per core (each is one thread of
     tokenizing: ~40 s of the CPU demo's ~100 s asset build on the 2-core box, serial); each
@@ -192,9 +196,18 @@ def ensure(data_dir: Path, model_dir: Path, max_prompt_tokens: int) -> dict[str,
     settings["tokenizer"] = model_dir.name
     settings["sources_fingerprint"] = sources_fingerprint()
     paths = {name: data_dir / "corpora" / f"{name}.jsonl" for name in [*BUILDERS, MIX]}
-    stale = [name for name in BUILDERS if not is_current(paths[name], settings)]
+    if only is not None and (unknown := sorted(set(only) - set(paths))):
+        raise ConfigError(
+            f"no shipped corpus named {', '.join(map(repr, unknown))}; "
+            f"the shipped ones are {', '.join(paths)}"
+        )
+    with_mix = only is None or MIX in only
+    names = [name for name in BUILDERS if with_mix or name in (only or ())]
+    stale = [name for name in names if not is_current(paths[name], settings)]
     for line in _build_all(stale, paths, model_dir, max_prompt_tokens, settings):
         print(line)
+    if not with_mix:
+        return {name: paths[name] for name in names}
     if stale or not is_current(paths[MIX], settings):
         start_s = time.perf_counter()
         counter = TokenCounter(model_dir)

@@ -26,3 +26,15 @@ def test_an_unreachable_data_store_is_one_line_and_exit_2(tmp_path, monkeypatch,
     err = capsys.readouterr().err
     assert err.startswith("error: store s3://bkt/data") and "did not answer or refused" in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_only_is_read_wherever_it_stands_and_left_out_of_the_overrides():
+    assert assets_main.only_corpora(["--only", "a,b", "x=1"]) == (["a", "b"], ["x=1"])
+    assert assets_main.only_corpora(["x=1", "--only=a"]) == (["a"], ["x=1"])
+    assert assets_main.only_corpora(["x=1"]) == (None, ["x=1"])
+
+
+def test_only_without_names_is_one_line_and_exit_2(capsys):
+    assert assets_main.main(["--only"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --only needs corpus names") and len(err.strip().splitlines()) == 1, err

@@ -7,6 +7,7 @@ from grid.config.compose import compose_config
 from tests.unit.assets.conftest import MODEL_DIR
 from tests.unit.assets.fake_dists import second_venv
 from tests.unit.assets.test_corpus_chat import conversation, fake_sharegpt_file, truncated_file
+from vocab.errors import ConfigError
 from vocab.paths import project_path
 from workers.load.prompts import load_corpus
 
@@ -152,3 +153,26 @@ def test_the_projects_corpora_reach_their_floors_with_distinct_prompts():
         texts = [corpora.prompt_text(r) for r in rows]
         assert len(set(texts)) == len(texts) == meta["prompts"], meta["name"]
         assert len(texts) >= floors[meta["name"]], (meta["name"], len(texts))
+
+
+def test_only_builds_the_named_corpora_and_the_same_bytes_as_a_full_build(small_build, tmp_path):
+    built = corpora.ensure(tmp_path / "only", MODEL_DIR, CAP, only=["chat_bench", "code_complete"])
+    assert sorted(built) == ["chat_bench", "code_complete"]
+    assert sorted(p.name for p in (tmp_path / "only" / "corpora").glob("*.jsonl")) == [
+        "chat_bench.jsonl", "code_complete.jsonl"
+    ]  # fmt: skip
+    full = small_build("full")
+    for name, path in built.items():
+        assert path.read_bytes() == full[name].read_bytes(), name
+
+
+def test_only_with_the_mix_builds_every_corpus(small_build, tmp_path):
+    built = corpora.ensure(tmp_path / "with-mix", MODEL_DIR, CAP, only=["mix"])
+    assert set(built) == {*corpora.BUILDERS, corpora.MIX}
+    assert all(path.is_file() for path in built.values())
+
+
+def test_only_with_an_unknown_name_builds_nothing_and_names_it(tmp_path):
+    with pytest.raises(ConfigError, match=r"no shipped corpus named 'chatbench'; the shipped ones are chat,"):
+        corpora.ensure(tmp_path, MODEL_DIR, CAP, only=["chat_bench", "chatbench"])
+    assert not (tmp_path / "corpora").exists()
