@@ -44,9 +44,13 @@ def wait_for_first_cell(inputs, driver: subprocess.Popen[str]) -> None:
     assert ok_counts(inputs), "no cell stored before the signal"
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+# The resume reads only the store, which either signal leaves the same (interrupted cells), so it
+# runs after one of them: it took ~20 s of each variant's ~50 s on the 2-core box (2026-12-06).
+@pytest.mark.parametrize(
+    ("signum", "code", "resume"), [(signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)]
+)
 def test_a_signal_stops_the_run_records_running_cells_as_interrupted_and_resume_finishes(
-    cluster, inputs, no_leaks, signum, code
+    cluster, inputs, no_leaks, signum, code, resume
 ):
     # Slow cells, one engine at a time: the signal lands while a launch is running.
     overrides = stub_overrides(inputs, cluster, "+engine.env.STUB_DELAY_S=0.3", "ray.max_in_flight=1")
@@ -70,6 +74,8 @@ def test_a_signal_stops_the_run_records_running_cells_as_interrupted_and_resume_
     # No stand-in engine outlives the stop.
     _, alive = psutil.wait_procs(stub_processes(), timeout=30)
     assert not alive
+    if not resume:
+        return
     # Resume measures what was interrupted or never reached, each cell once.
     done_before = set(ok_counts(inputs))
     assert run(overrides, quiet()) == 0
