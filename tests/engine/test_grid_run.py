@@ -265,6 +265,8 @@ def repeated(tmp_path_factory, local_ray):
         "grid.corpora=[chat_bench]",
         "grid.repeats=2",
         "grid.repeat_order=same_engine",
+        # van alone: no verdict to feed, so no logprob probe (~5 s of the two cells).
+        "gates.equivalence.probe_prompts=0",
     )
     # 60 of chat_bench's 110 prompts per repeat, 8 tokens each: the repeats must overlap (by >= 10).
     return root, *run_small(
