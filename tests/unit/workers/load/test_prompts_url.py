@@ -102,7 +102,7 @@ def test_python_m_assets_builds_locally_and_uploads_to_a_url_data_dir(
     url, options = data_url
     built_into = []
 
-    def small_ensure(data_dir, model_dir, cap):  # the real builders are tested in tests/unit/assets
+    def small_ensure(data_dir, model_dir, cap, only=None):  # real builders: tests/unit/assets
         path = data_dir / "corpora" / "c.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(ROWS)
