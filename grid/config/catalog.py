@@ -10,6 +10,8 @@ merged onto its schema (unknown keys fail) and checked against its name.
 
 from __future__ import annotations
 
+import functools
+import io
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from vocab.errors import ConfigError
@@ -80,10 +82,10 @@ class Catalog:
         given = self.given.get(group, {}).get(name)
         if path is None and given is None:
             raise self.unknown(group, name)
-        layers = [OmegaConf.structured(kind)]
+        layers = [_schema_layer(kind)]
         if path is not None:
             try:
-                layers.append(OmegaConf.load(path))
+                layers.append(_parsed_layer(path.read_bytes()))
             except (OSError, OmegaConfBaseException) as exc:
                 raise ConfigError(f"{path}: {str(exc).splitlines()[0]}") from exc
             except yaml.YAMLError as exc:  # a syntax error: file, line and column, not a traceback
@@ -114,6 +116,20 @@ class Catalog:
         if spec.name != name:
             raise ConfigError(f"{where}: name '{spec.name}' must equal the {group}'s name '{name}'")
         return spec
+
+
+# The layers merged into a spec, built once: a grid's expansion loads each spec once per cell (the
+# unit tests compose ~600 configs, 5,800 loads, half their time in these two). OmegaConf.merge
+# copies its inputs and leaves them as they were, so the cached layers are shared read-only.
+@functools.cache
+def _schema_layer(kind: type) -> DictConfig:
+    return OmegaConf.structured(kind)
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed_layer(text: bytes) -> DictConfig | ListConfig:
+    """A spec file's layer, by its bytes (read each time: an edited file is parsed again)."""
+    return OmegaConf.load(io.BytesIO(text))
 
 
 def not_a_spec(group: str, name: str, value: Any, known: list[str]) -> str:
