@@ -53,7 +53,9 @@ class Head:
         for proc in procs:
             with contextlib.suppress(psutil.NoSuchProcess):
                 proc.terminate()
-        _, alive = psutil.wait_procs(procs, timeout=15)
+        # Some of them sit out SIGTERM (the teardown waited all 15 s it once gave them, 2026-12-06):
+        # 5 s, then SIGKILL.
+        _, alive = psutil.wait_procs(procs, timeout=5)
         for proc in alive:
             with contextlib.suppress(psutil.NoSuchProcess):
                 proc.kill()
