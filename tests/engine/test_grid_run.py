@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 
@@ -14,6 +15,7 @@ from grid.orchestrate.run import run
 from store.read import attempts, connect, ok_files
 from tests.closing import measured_none_failed
 from tests.engine.conftest import describe, engine_processes
+from vocab.paths import project_path
 
 NUM_PROMPTS = 12
 MAX_TOKENS = 32
@@ -253,22 +255,29 @@ def test_each_cell_records_where_its_time_went(store):
     assert (cells["phase_cell_s"] > cells["window_s"]).all()
 
 
-REPEATED_PROMPTS = 60
+# A corpus of the first 20 chat_bench prompts, given as a user's trace: 12 measured (+ 2 warm-up) per
+# repeat must overlap between repeats (by >= 2 x 12 - 20 = 4). At chat_bench's 110 the overlap took 60
+# a repeat, and the two cells 44 s of the 81 s fixture (2026-12-06).
+SMALL_CORPUS_PROMPTS = 20
+REPEATED_PROMPTS = 12
 
 
 @pytest.fixture(scope="module")
 def repeated(tmp_path_factory, local_ray):
     """Two repeats on one van engine, allowed: most of the second repeat's prompts were served before."""
     root = tmp_path_factory.mktemp("repeated") / "store"
+    trace = root.parent / "small.jsonl"
+    with project_path(".cache/data/corpora/chat_bench.jsonl").open() as handle:
+        trace.write_text("".join(itertools.islice(handle, SMALL_CORPUS_PROMPTS)))
     extra = (
         "grid.levers=[van]",
-        "grid.corpora=[chat_bench]",
+        "grid.corpora=[small]",
+        f"+corpus.small.path={trace}",
         "grid.repeats=2",
         "grid.repeat_order=same_engine",
         # van alone: no verdict to feed, so no logprob probe (~5 s of the two cells).
         "gates.equivalence.probe_prompts=0",
     )
-    # 60 of chat_bench's 110 prompts per repeat, 8 tokens each: the repeats must overlap (by >= 10).
     return root, *run_small(
         root, *extra, f"load.num_prompts={REPEATED_PROMPTS}", "load.max_tokens=8", "load.allow_repeats=true"
     )
@@ -277,13 +286,17 @@ def repeated(tmp_path_factory, local_ray):
 def test_allowed_repeats_are_counted_and_the_store_agrees(repeated):
     root, code, output = repeated
     assert code == 0, output
-    assert "REPEATED PROMPTS tiny/chat_bench/van" in output
+    assert "REPEATED PROMPTS tiny/small/van" in output
     cells = connect(root).execute("select * from cells").df().sort_values("repeat")
     assert cells["engine_launch_id"].nunique() == 1
     first, second = cells.itertuples()
     assert first.prompts_reused == 0
-    # Two draws of 60 from 110 prompts share at least 10.
-    assert second.prompts_reused == second.prompts_reused_earlier_repeat >= 2 * REPEATED_PROMPTS - 110
+    # Two draws of 12 from 20 prompts share at least 4.
+    assert (
+        second.prompts_reused
+        == second.prompts_reused_earlier_repeat
+        >= 2 * REPEATED_PROMPTS - SMALL_CORPUS_PROMPTS
+    )
     earlier = sent_before(cells)
     for row in (first, second):
         reused = set(json.loads(row.measured_prompt_hashes)) & earlier[row.cell_key]
