@@ -125,9 +125,10 @@ def _in_order(runs: pd.DataFrame) -> pd.DataFrame:
     return order.sort_values("_order", kind="stable").reset_index(drop=True)
 
 
-def anchor_pairs(runs: pd.DataFrame) -> tuple[int, float]:
-    """(n_anchor_pairs, anchor_log_ss) of one session's anchor runs (module doc): start first, end last."""
-    values = _in_order(runs)["output_tok_per_s"].tolist()
+def anchor_pairs(order: pd.DataFrame) -> tuple[int, float]:
+    """(n_anchor_pairs, anchor_log_ss) of one session's anchor runs (module doc) in time order
+    (_in_order: start first, end last)."""
+    values = order["output_tok_per_s"].tolist()
     diffs = [math.log(b) - math.log(a) for a, b in itertools.pairwise(values)]
     return len(diffs), float(sum(d * d for d in diffs))
 
@@ -163,9 +164,8 @@ def trend(
     return beta, se, df, abs(beta) + t_quantile(q, df) * se
 
 
-def session_trend(runs: pd.DataFrame) -> tuple[float, float, int, float]:
-    """trend() of one session's anchor runs, in time order."""
-    order = _in_order(runs)
+def session_trend(order: pd.DataFrame) -> tuple[float, float, int, float]:
+    """trend() of one session's anchor runs in time order (_in_order)."""
     y = [math.log(v) for v in order["output_tok_per_s"]]
     return trend(places(order), y)
 
@@ -182,8 +182,9 @@ def session_drift(anchors: pd.DataFrame, include_invalid: bool = False) -> tuple
     rows = []
     for keys, runs in kept.groupby(["session_id", *ANCHOR_FIELDS], dropna=False, sort=True):
         values = runs["output_tok_per_s"]
-        n_pairs, log_ss = anchor_pairs(runs)
-        beta, se, df, bound = session_trend(runs)
+        order = _in_order(runs)  # once: the sort is most of a session's cost in the simulations
+        n_pairs, log_ss = anchor_pairs(order)
+        beta, se, df, bound = session_trend(order)
         rows.append(
             {
                 **dict(zip(["session_id", *ANCHOR_FIELDS], keys, strict=True)),
