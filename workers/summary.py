@@ -15,7 +15,7 @@ from workers.engine.log import read_effective_config
 from workers.engine.served import Reuse
 from workers.load import windows
 from workers.load.client import LoopLag, RequestRecord
-from workers.load.prompts import Corpus, Schedule, distinct, prompt_seed
+from workers.load.prompts import Corpus, Schedule, prompt_seed
 from workers.signals import metrics
 from workers.signals.counters import ServerCounters
 from workers.signals.gates import GateInputs, evaluate
@@ -151,7 +151,7 @@ def prompt_columns(cell: Cell, corpus: Corpus, plan: Schedule, reuse: Reuse) -> 
         "prompts_repeated": reuse.total,
         **reuse.as_columns(),
         "prompt_seed": prompt_seed(cell.load.seed, cell.repeat),
-        "prompts_distinct_available": len(distinct(corpus.prompts)),
+        "prompts_distinct_available": corpus.distinct_count,
         "corpus_sha256": corpus.sha256,  # the bytes this cell's prompts came from
         # What the engine was sent, by content hash, so a reader can check the reuse counts.
         "warmup_prompt_hashes": json.dumps([p.content_hash for p in plan.warmup]),

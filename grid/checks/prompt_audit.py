@@ -29,7 +29,6 @@ from workers.load.prompts import (
     TooFewPrompts,
     cell_schedule,
     corpus_file,
-    distinct,
     probe_prompts,
     read_corpus,
 )
@@ -110,7 +109,6 @@ class SchedulePlans:
 
     def __init__(self) -> None:
         self._plans: dict[tuple, tuple[str | None, Schedule]] = {}
-        self._distinct: dict[int, int] = {}
 
     def of(self, cell: Cell, corpus: Corpus) -> tuple[str | None, Schedule]:
         """Why the corpus is too small for the cell without repeats (None if it is not), and the
@@ -125,11 +123,6 @@ class SchedulePlans:
                 too_few = str(exc)
             self._plans[key] = (too_few, cell_schedule(cell, corpus, allow_repeats=True))
         return self._plans[key]
-
-    def distinct_count(self, corpus: Corpus) -> int:
-        if id(corpus) not in self._distinct:
-            self._distinct[id(corpus)] = len(distinct(corpus.prompts))
-        return self._distinct[id(corpus)]
 
 
 def audit_groups(
@@ -172,7 +165,7 @@ def audit_groups(
                 CellPrompts(
                     cell.label,
                     spec.name,
-                    plans.distinct_count(corpus),
+                    corpus.distinct_count,
                     len(plan.warmup),
                     len(plan.measured),
                     reuse,

@@ -52,6 +52,11 @@ class Corpus:
     # content_sha256 of what was read: the corpus's identity for a run (planned, recorded, checked).
     sha256: str | None = None
 
+    @cached_property
+    def distinct_count(self) -> int:
+        """How many distinct prompts it holds (the pre-launch audit asks once per cell)."""
+        return len(distinct(self.prompts))
+
 
 HASH_CHUNK_BYTES = 1 << 20
 # Hex digits of a corpus hash shown in one-line messages (meta.json and the store keep all 64).
