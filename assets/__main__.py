@@ -28,6 +28,7 @@ from vocab.paths import data_path, project_path
 def main(argv: list[str]) -> int:
     try:
         only, argv = only_corpora(argv)
+        corpora.check_only(only)  # a misspelt name before minutes of model conversion, not after
         cfg = compose_config(argv)
         model_dir = smollm2.ensure(project_path(cfg.paths.models_dir))
         dummy_models.ensure(project_path(cfg.paths.models_dir))

@@ -181,6 +181,15 @@ def sources_fingerprint() -> str:
     return pins_digest(source_packages())
 
 
+def check_only(only: Collection[str] | None) -> None:
+    """Every name in `only` is a shipped corpus (python -m assets checks before it converts the model)."""
+    if only is not None and (unknown := sorted(set(only) - {*BUILDERS, MIX})):
+        raise ConfigError(
+            f"no shipped corpus named {', '.join(map(repr, unknown))}; "
+            f"the shipped ones are {', '.join([*BUILDERS, MIX])}"
+        )
+
+
 def ensure(
     data_dir: Path, model_dir: Path, max_prompt_tokens: int, only: Collection[str] | None = None
 ) -> dict[str, Path]:
@@ -196,11 +205,7 @@ def ensure(
     settings["tokenizer"] = model_dir.name
     settings["sources_fingerprint"] = sources_fingerprint()
     paths = {name: data_dir / "corpora" / f"{name}.jsonl" for name in [*BUILDERS, MIX]}
-    if only is not None and (unknown := sorted(set(only) - set(paths))):
-        raise ConfigError(
-            f"no shipped corpus named {', '.join(map(repr, unknown))}; "
-            f"the shipped ones are {', '.join(paths)}"
-        )
+    check_only(only)
     with_mix = only is None or MIX in only
     names = [name for name in BUILDERS if with_mix or name in (only or ())]
     stale = [name for name in names if not is_current(paths[name], settings)]
