@@ -30,9 +30,9 @@ PIP=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
 
 # uv installs what pip would, the same versions (pip freeze of both venvs compared, 2026-12-05),
 # in parallel and with a faster resolver: on the 2-core box with empty caches the whole setup
-# took 109 s against pip's 227 s (one run each; pip was CPU-bound, 186 s user). pip installs it into the venv;
-# where that fails, pip installs the rest. uv reads no pip config: the wheel folders and CA file
-# pip is pointed at through the environment are handed on.
+# took 109 s against pip's 227 s (one run each; pip was CPU-bound, 186 s user). pip installs it
+# into the venv; where that fails, pip installs the rest. uv reads no pip config: the wheel
+# folders and CA file pip is pointed at through the environment are handed on.
 UV_VERSION=${UV_VERSION:-0.13.9}
 if "${PIP[@]}" "uv==${UV_VERSION}" 2>/dev/null; then
   export UV_FIND_LINKS=${UV_FIND_LINKS:-${PIP_FIND_LINKS:-}}

@@ -13,16 +13,16 @@
 #
 # How: the engine stream runs in the foreground: the model and the two corpora its tests read
 # (`python -m assets --only ...`), its tests, then tests/report and tests/unit/assets (no engine;
-# they read what is built beside it). The host stream runs beside it from the start, at nice 10 in a session
-# (so an autogroup) of its own, so where both want a core the engine's threads get it first (CFS
+# they read what is built beside it). The host stream runs beside it from the start, at nice 10 in
+# a session (so an autogroup) of its own, so where both want a core the engine's threads get it first (CFS
 # weights 1024 to 110) and its gates (host starvation, event-loop lag) read the engine's own
 # contention, not the suite's: first tests/scheduling (a fake cluster, a stand-in engine and
 # small inputs of its own: nothing built), then the rest of tests/unit once the demo's other
 # corpora, the study's (`python -m assets`, then `experiment=final`, started beside both once the
-# model is converted) and chromium are there. The engine tests stay in one stream: they scan the machine for vLLM
-# processes left behind, which another stream's engine would look like. The host stream's output
-# is kept in a file and printed after the engine stream's, each pytest run with its slowest tests
-# and its time per directory against tests/budgets.toml.
+# model is converted) and chromium are there. The engine tests stay in one stream: they scan the
+# machine for vLLM processes left behind, which another stream's engine would look like. The host
+# stream's output is kept in a file and printed after the engine stream's, each pytest run with its
+# slowest tests and its time per directory against tests/budgets.toml.
 #
 # Usage: scripts/test_streams.sh [pytest args for every pytest run]   (PY: the interpreter)
 set -uo pipefail
@@ -34,14 +34,14 @@ ENGINE_DIRS=(tests/engine tests/plugins_engine)
 # All the engine tests read (experiment=smoke's corpora); the demo's other corpora and the mix are
 # built beside them (the prep, below): building all eight first kept the engine waiting 25 s longer.
 ENGINE_CORPORA=code_complete,chat_bench
-# After the engine tests, in the foreground too: tests that read the study corpora or chromium
+# After the engine tests, in the foreground too: tests that read the prep's corpora or chromium
 # (made beside the engine tests by then) and no engine. They even the streams out: in a fresh
 # clone's run with all of tests/unit and tests/report in the host stream (2026-12-05), the engine
 # stream ended at 1267 s and the host one at 1412 s, the last 145 s on one core of two.
 ENGINE_THEN_DIRS=(tests/report tests/unit/assets)
 HOST_FIRST_DIRS=(tests/scheduling)
 HOST_THEN_DIRS=(tests/unit --ignore=tests/unit/assets)
-# A stream's exit code when the study corpora or chromium could not be made (pytest uses 0-5).
+# A stream's exit code when the prep's corpora or chromium could not be made (pytest uses 0-5).
 PREP_FAILED=6
 
 # first_failure RC...: the first code that is a failure; pytest's 5 (no tests collected) in one run
@@ -99,8 +99,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/lever-grid-tests.XXXXXX")
 start_s=$(date +%s)
 pids=()
 
-# beside NAME ARGS...: `$SELF ARGS...` (this script) in a session (an autogroup) of its own at nice HOST_NICE,
-# output kept in $work/NAME.log. Linux with sched_autogroup_enabled=1 shares CPU fairly between
+# beside NAME ARGS...: `$SELF ARGS...` (this script) in a session (an autogroup) of its own at nice
+# HOST_NICE, output kept in $work/NAME.log. Linux with sched_autogroup_enabled=1 shares CPU fairly between
 # autogroups whatever the nice values inside them, and every engine runs in a session, so an
 # autogroup, of its own: the autogroup is given the nice too, from inside the session, where the
 # kernel lets it.
@@ -146,7 +146,7 @@ beside prep __prep "$work"
 prep_pid=${pids[-1]}
 
 echo "== engine stream: ${ENGINE_DIRS[*]}, then ${ENGINE_THEN_DIRS[*]} (beside it at nice $HOST_NICE, $group:" \
-    "${HOST_FIRST_DIRS[*]}, then ${HOST_THEN_DIRS[*]} once the study corpora and chromium are made; output in $work)"
+    "${HOST_FIRST_DIRS[*]}, then ${HOST_THEN_DIRS[*]} once the other corpora and chromium are made; output in $work)"
 "$PY" -m pytest "$@" "${ENGINE_DIRS[@]}"
 engine_rc=$?
 wait "$prep_pid"
@@ -159,14 +159,14 @@ if [[ $engine_then_rc -eq 0 ]]; then
     "$PY" -m pytest "$@" "${ENGINE_THEN_DIRS[@]}"
     engine_then_rc=$?
 else
-    echo "== ${ENGINE_THEN_DIRS[*]} not run: the study corpora or chromium could not be made (below)"
+    echo "== ${ENGINE_THEN_DIRS[*]} not run: the other corpora or chromium could not be made (below)"
 fi
 engine_s=$(($(date +%s) - start_s))
 wait "$host_pid"
 host_rc=$?
 trap - INT TERM
 echo
-echo "== the study corpora and chromium (nice $HOST_NICE)"
+echo "== the other corpora and chromium (nice $HOST_NICE)"
 cat "$work/prep.log"
 echo
 echo "== host stream: ${HOST_FIRST_DIRS[*]}, then ${HOST_THEN_DIRS[*]} (nice $HOST_NICE)"

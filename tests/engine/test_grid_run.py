@@ -257,7 +257,7 @@ def test_each_cell_records_where_its_time_went(store):
 
 # A corpus of the first 20 chat_bench prompts, given as a user's trace: 12 measured (+ 2 warm-up) per
 # repeat must overlap between repeats (by >= 2 x 12 - 20 = 4). At chat_bench's 110 the overlap took 60
-# a repeat, and the two cells 44 s of the 81 s fixture (2026-12-06).
+# a repeat: the fixture took 81 s in a fresh clone's `make test`, 45 s with this one (2026-12-06).
 SMALL_CORPUS_PROMPTS = 20
 REPEATED_PROMPTS = 12
 
