@@ -65,6 +65,9 @@ crosscheck: assets ## Harness vs vllm bench serve on the CPU engine: van over 3 
 	  CROSSCHECK_LAUNCHES=$${CROSSCHECK_LAUNCHES:-3} $(PY) -m benchmarks.crosscheck_engine; \
 	fi
 
+launch-noise: assets ## Launch noise per lever and reader: sd between launches and block to block (NOISE_SETTING, NOISE_LEVERS, NOISE_LAUNCHES; CPU tiny load by default)
+	NOISE_LAUNCHES=$${NOISE_LAUNCHES:-2} $(PY) -m benchmarks.launch_noise $(ARGS)
+
 power: setup ## Error rates by simulation: one decision (per n repeats), the whole tune, the study's held-out figure, the equivalence gate
 	$(PY) -m analysis.power $(ARGS)
 	$(PY) -m experiments.procedure_power --draws 2000 --power-draws 500 --stage-draws 400

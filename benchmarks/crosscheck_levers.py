@@ -32,7 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -304,24 +304,30 @@ def run_one(
     return row
 
 
+def readers(spec: Any, endpoint: Any, models_dir: Path) -> tuple[Target, dict[str, Any]]:
+    """The harness's target and `bench_run`'s arguments for one running engine."""
+    target = Target(endpoint.base_url, endpoint.api_key, served_name(spec), "completions")
+    bench_args = {
+        "base_url": endpoint.base_url,
+        "api_key": endpoint.api_key,
+        "model": served_name(spec),
+        "tokenizer": tokenizer_path(spec, models_dir) or model_path(spec, models_dir),
+    }
+    return target, bench_args
+
+
 def run_launch(
     config: Any, slot_list: list[Slot], warmup: list[Prompt], slices: list[list[Prompt]], tmp: Path, pin: str
 ) -> tuple[list[dict[str, Any]], float]:
     lever, launch = slot_list[0].lever, slot_list[0].launch
     engine, spec, endpoint = grid_engine(config, tmp / f"engine-{lever}-{launch}.log")
-    load, models_dir = config.load, project_path(config.paths.models_dir)
+    load = config.load
     rows = []
     with engine:
         assert engine.ready_s is not None
         print(f"{lever} launch {launch}: engine ready in {engine.ready_s:.0f} s")
         pins = apply_pins(engine_processes(engine), pin)
-        target = Target(endpoint.base_url, endpoint.api_key, served_name(spec), "completions")
-        bench_args = {
-            "base_url": endpoint.base_url,
-            "api_key": endpoint.api_key,
-            "model": served_name(spec),
-            "tokenizer": tokenizer_path(spec, models_dir) or model_path(spec, models_dir),
-        }
+        target, bench_args = readers(spec, endpoint, project_path(config.paths.models_dir))
         if warmup:
             harness_run(target, warmup, load)  # warm-up, not counted: a slice no run measures
         for slot in slot_list:
@@ -350,6 +356,24 @@ def next_launch_fits(elapsed_s: float, budget_s: float | None, last_runs_s: floa
     """Whether one more launch (an engine start of `start_s` plus runs as long as the last launch's)
     ends inside the budget; no budget: always."""
     return budget_s is None or elapsed_s + start_s + last_runs_s <= budget_s
+
+
+def run_within_budget(
+    order: Sequence[tuple[str, int]],
+    budget_s: float | None,
+    start_s: float,
+    launch: Callable[[str, int], float],
+) -> None:
+    """`launch(lever, n)` for each in `order`; it returns its runs' seconds (its wall less its engine
+    start). The first launch always goes; no later one starts that `next_launch_fits` says would end
+    past `budget_s`, so a call cut at its limit never loses a launch half run."""
+    start, last_runs_s = time.perf_counter(), None
+    for lever, n in order:
+        elapsed = time.perf_counter() - start
+        if last_runs_s is not None and not next_launch_fits(elapsed, budget_s, last_runs_s, start_s):
+            print(f"{lever} launch {n} not started: {elapsed:.0f} s gone of {budget_s:.0f}")
+            return
+        last_runs_s = launch(lever, n)
 
 
 def main() -> None:
@@ -395,19 +419,14 @@ def main() -> None:
         "runs": [],
         "launches": [],
     }
-    start, last_runs_s = time.perf_counter(), 0.0
     with tempfile.TemporaryDirectory() as tmp_s:
-        for lever, launch in launch_order(levers, launches, first):
-            elapsed = time.perf_counter() - start
-            if result["launches"] and not next_launch_fits(elapsed, budget_s, last_runs_s, start_s):
-                print(f"{lever} launch {launch} not started: {elapsed:.0f} s gone of {budget_s:.0f}")
-                break
+
+        def one_launch(lever: str, launch: int) -> float:
             t0 = time.perf_counter()
             rows, ready_s = run_launch(
                 configs[lever], slots(lever, launch, rounds), warmup, slices, Path(tmp_s), pin
             )
             wall_s = time.perf_counter() - t0
-            last_runs_s = wall_s - ready_s
             result["runs"] += rows
             result["launches"].append(
                 {"lever": lever, "launch": launch, "ready_s": ready_s, "wall_s": wall_s}
@@ -415,6 +434,9 @@ def main() -> None:
             result["summary"] = summary(result["runs"], levers)
             if out_path is not None:
                 out_path.write_text(json.dumps(result, indent=1))
+            return wall_s - ready_s
+
+        run_within_budget(launch_order(levers, launches, first), budget_s, start_s, one_launch)
     print_summary(result, levers)
     if out_path is not None:
         print(f"every figure: {out_path}")

@@ -8,6 +8,9 @@
 # (CROSSCHECK_LAUNCHES per lever, 1; CROSSCHECK_ROUNDS pairs each, 2; CROSSCHECK_FIRST_LAUNCH=2 goes on in a
 # later call), the gpu_validate load (c=32, 1,024 tokens, greedy, EOS) with 32 warm-up + 4 slices of LEVERS_PROMPTS (144:
 # code_complete holds 625 at this cap, 4 x 160 do not fit), $OUT/crosscheck-levers.json;
+# part `noise` (issue 44 item 1): benchmarks.launch_noise, SmolLM2 van, suffix and bestkpad K=8 interleaved on fresh
+# launches (NOISE_LAUNCHES per lever, 2; NOISE_ROUNDS pairs each, 2; NOISE_SETTING, base), the levers part's load
+# with NOISE_PROMPTS (96) a block, $OUT/launch-noise.json and .md;
 # part `sessions` (issue 29 item 7): suffix K=8, bestkpad K=8 and dynk (K in {4,6,8}) on shared launches,
 # SESSIONS_REPEATS (8) blocks of code_complete over 2 launches, then each lever's repeat-0 cell on a
 # launch of its own (a second store, $HOME/store-sessions-fresh) to compare acceptance with the reset engine;
@@ -18,7 +21,7 @@
 # timeout_s, default 600) after install and model set-up, less EXPORT_RESERVE_S for the clean stop
 # and the export: a step that outran the call lost all its output (2026-12-01).
 set -uo pipefail
-part=${1:?part: grid, tp2, crosscheck, levers, sessions or tune}; shift
+part=${1:?part: grid, tp2, crosscheck, levers, noise, sessions or tune}; shift
 call_start=$(date +%s)
 source scripts/gpu/install.sh || exit 1
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $OUT/gpus.csv
@@ -48,6 +51,10 @@ case $part in
       CROSSCHECK_OVERRIDES="experiment=gpu_validate paths.data_dir=.gpu/data grid.corpora=[code_complete] \
       load.num_prompts=${LEVERS_PROMPTS:-144} load.warmup_requests=32 load.max_tokens=1024 load.ignore_eos=false $*" \
       timeout $STEP_TIMEOUT_S python3 -m benchmarks.crosscheck_levers | tee $OUT/crosscheck-levers.txt ;;
+  noise) NOISE_BUDGET_S=${NOISE_BUDGET_S:-$STEP_TIMEOUT_S} NOISE_JSON=$OUT/launch-noise.json \
+      NOISE_OVERRIDES="experiment=gpu_validate paths.data_dir=.gpu/data grid.corpora=[code_complete] \
+      load.num_prompts=${NOISE_PROMPTS:-96} load.warmup_requests=32 load.max_tokens=1024 load.ignore_eos=false $*" \
+      timeout $STEP_TIMEOUT_S python3 -m benchmarks.launch_noise ;;
   sessions) shared="experiment=gpu_validate paths.data_dir=.gpu/data grid.levers=[suffix,bestkpad,dynk]
       +grid.ks.bestkpad=[8] +grid.ks.dynk=[8] +lever.dynk.dynamic_ks=[4,6,8] grid.corpora=[code_complete]"
       timeout $STEP_TIMEOUT_S python3 -m grid run $shared paths.store=$store grid.repeats=${SESSIONS_REPEATS:-8} \

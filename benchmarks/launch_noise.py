@@ -1,0 +1,443 @@
+"""Launch noise (issue 44 item 1): variance components of ln tok/s per lever and reader, on fresh launches.
+
+Each launch is a fresh `vllm serve` of one lever (van, suffix, bestkpad at K; levers interleaved as
+crosscheck_levers orders them: van, suffix, bestkpad, bestkpad, suffix, van, ...). A launch runs
+NOISE_ROUNDS pairs of blocks on disjoint prompt slices, one block read by the harness's client and
+one by the real `vllm bench serve`, the client of a slice alternating by launch (crosscheck_levers'
+`slots`). Per lever and reader, a one-way ANOVA of the blocks' ln tok/s on the launch splits the
+spread in two (`components`): sd between launches and sd block to block within a launch.
+
+Candidate noise sources are switched one at a time by NOISE_SETTING (comma-separated to combine):
+- `base`: the configured warm-up (load.warmup_requests), nothing pinned, caches persisted;
+- `warmup1` / `warmup2`: warm-up of one / two full concurrency waves of full-length requests
+  (load.concurrency prompts a wave, ignore_eos), as vLLM's perf CI warms up at the measured concurrency;
+- `gcfreeze`: vLLM (0.26 on the device, 0.32 here) already runs gc.collect + gc.freeze after start-up
+  in the API server, EngineCore and GPU worker (vllm/utils/gc_utils.py freeze_gc_heap), with no
+  switch; what is left is the serving-time collections: VLLM_GC_DEBUG=1 logs each one (counted per
+  launch from the engine log), and the harness's client freezes its own heap before each block;
+- `pinned`: the engine's tree and the clients on disjoint cores (load.pin_cpus=auto, the grid's
+  default placement; `base` leaves every process anywhere), the placement recorded per launch;
+- `tokthreads`: TOKENIZERS_PARALLELISM=false and RAYON_NUM_THREADS=1 in the engine and both clients;
+- `coldcache`: fresh empty VLLM_CACHE_ROOT, TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR per launch
+  (serve_env persists them under paths.cache_dir): whether the cache state moves the figure.
+Every launch records its cache directories' size before it starts and its engine's ready seconds;
+every block the setting and its resolved values and the GPU clocks before and after it.
+
+Environment: NOISE_OVERRIDES (space-separated; the CPU default is crosscheck_levers' tiny load),
+NOISE_LEVERS (van,suffix,bestkpad), NOISE_K (8), NOISE_ROUNDS (pairs per launch, 2), NOISE_LAUNCHES
+(per lever, 2), NOISE_FIRST_LAUNCH (1), NOISE_BUDGET_S and NOISE_START_S (90): start no launch that
+would end past the budget. Figures go to launch-noise.json and .md under $OUT (or NOISE_JSON),
+rewritten after each launch; `--table A.json B.json` pools files (launches of different files are
+different launches).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.crosscheck_engine import grid_engine, harness_run
+from benchmarks.crosscheck_levers import (
+    CPU_OVERRIDES,
+    FIGURES,
+    Slot,
+    figure_of,
+    launch_order,
+    lever_overrides,
+    prompt_slices,
+    readers,
+    run_one,
+    run_within_budget,
+    slots,
+)
+from grid.config.compose import compose_config
+from grid.config.expand import expand, to_config
+from grid.orchestrate.session import gpu_entry
+from grid.plan.groups import group_by_engine
+from vocab.paths import project_path
+from workers.load.client import Target
+from workers.load.prompts import Prompt, load_corpus
+from workers.runner import engine_processes
+from workers.signals.gpu_telemetry import load_nvml, visible_indices
+from workers.signals.host import apply_pins, cpu_list
+
+SETTINGS = ("base", "warmup1", "warmup2", "gcfreeze", "pinned", "tokthreads", "coldcache")
+CACHE_ENV = ("VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+THREAD_ENV = {"TOKENIZERS_PARALLELISM": "false", "RAYON_NUM_THREADS": "1"}
+LOAD_KEYS = ("num_prompts", "warmup_requests", "max_tokens", "concurrency", "ignore_eos")
+READERS = {"harness": "harness bench tok/s", "bench": "vllm bench serve", "window": "harness window"}
+# vllm/utils/gc_utils.py's GCDebugger line, one per collection (VLLM_GC_DEBUG=1).
+GC_LINE = re.compile(r"GC took ([0-9.]+)ms to complete")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A NOISE_SETTING resolved: what the launches of this call change against `base`."""
+
+    names: tuple[str, ...] = ("base",)
+    warmup_waves: int = 0  # 0: load.warmup_requests at the load's own ignore_eos
+    pin: str = "off"
+    engine_env: dict[str, str] = field(default_factory=dict)
+    client_env: dict[str, str] = field(default_factory=dict)
+    client_gc_freeze: bool = False
+    cold_cache: bool = False
+
+
+def resolve_setting(text: str) -> Setting:
+    """NOISE_SETTING ('base', one name, or names joined by commas) as a Setting; a bad name stops here."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip()) or ("base",)
+    unknown = [n for n in names if n not in SETTINGS]
+    if unknown or ("warmup1" in names and "warmup2" in names):
+        raise SystemExit(f"NOISE_SETTING={text}: one or more of {', '.join(SETTINGS)}, one warm-up at most")
+    gc_debug = {"VLLM_GC_DEBUG": "1"} if "gcfreeze" in names else {}
+    threads = THREAD_ENV if "tokthreads" in names else {}
+    return Setting(
+        names=names,
+        warmup_waves=2 if "warmup2" in names else 1 if "warmup1" in names else 0,
+        pin="auto" if "pinned" in names else "off",
+        engine_env={**gc_debug, **threads},
+        client_env=dict(threads),
+        client_gc_freeze="gcfreeze" in names,
+        cold_cache="coldcache" in names,
+    )
+
+
+def warmup_plan(setting: Setting, load: Any) -> tuple[int, Any]:
+    """(warm-up requests, the load they go out with): a wave is load.concurrency full-length requests."""
+    if setting.warmup_waves == 0:
+        return load.warmup_requests, load
+    return setting.warmup_waves * load.concurrency, dataclasses.replace(load, ignore_eos=True)
+
+
+def warmup_head(load: Any) -> int:
+    """Prompts kept ahead of the measured slices: enough for any setting's warm-up, so every setting
+    measures the very same slices."""
+    return max(load.warmup_requests, 2 * load.concurrency)
+
+
+# --- variance components -------------------------------------------------------------------------
+
+
+def by_launch(values: dict[Any, list[float]]) -> list[list[float]]:
+    """The groups of a one-way layout, launches with no value left out."""
+    return [v for v in values.values() if v]
+
+
+def components(groups: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """Launch and block terms of one-way random-effects ANOVA (method of moments) on ln values.
+
+    With k launches, n_i blocks in launch i, N = sum n_i, launch means m_i and grand mean m:
+    MSB = sum n_i (m_i - m)^2 / (k - 1), MSW = sum_i sum_j (y_ij - m_i)^2 / (N - k),
+    n0 = (N - sum n_i^2 / N) / (k - 1); block variance = MSW, launch variance = max(0, (MSB - MSW) / n0).
+    `sd_launch_means`: the plain sd of the k launch means (which still holds MSW / n of block noise)."""
+    groups = [list(g) for g in groups if g]
+    k, n_total = len(groups), sum(len(g) for g in groups)
+    means = [statistics.fmean(g) for g in groups]
+    out: dict[str, Any] = {
+        "launches": k,
+        "runs": n_total,
+        "geo_mean": math.exp(statistics.fmean(y for g in groups for y in g)) if n_total else None,
+        "sd_launch": None,
+        "df_launch": k - 1 if k else 0,
+        "sd_block": None,
+        "df_block": n_total - k,
+        "sd_launch_means": statistics.stdev(means) if k > 1 else None,
+    }
+    if n_total > k:
+        msw = sum((y - m) ** 2 for g, m in zip(groups, means, strict=True) for y in g) / (n_total - k)
+        out["sd_block"] = math.sqrt(msw)
+        if k > 1:
+            grand = statistics.fmean(y for g in groups for y in g)
+            msb = sum(len(g) * (m - grand) ** 2 for g, m in zip(groups, means, strict=True)) / (k - 1)
+            n0 = (n_total - sum(len(g) ** 2 for g in groups) / n_total) / (k - 1)
+            out["sd_launch"] = math.sqrt(max(0.0, (msb - msw) / n0))
+    return out
+
+
+def launch_key(run: dict[str, Any]) -> tuple[Any, ...]:
+    """One launch: its file (`source`, set when files are pooled), lever and launch number."""
+    return (run.get("source", 0), run["lever"], run["launch"])
+
+
+def reader_groups(runs: Sequence[dict[str, Any]], lever: str, reader: str) -> list[list[float]]:
+    """ln of one reader's figure for `lever`, grouped by launch."""
+    values: dict[Any, list[float]] = {}
+    for r in runs:
+        if r["lever"] == lever and (v := figure_of(r, reader)):
+            values.setdefault(launch_key(r), []).append(math.log(v))
+    return by_launch(values)
+
+
+def summary(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per setting, lever and reader, in the order they first appear."""
+    rows = []
+    keys = dict.fromkeys((r["setting"], r["lever"]) for r in runs)
+    for setting, lever in keys:
+        mine = [r for r in runs if r["setting"] == setting]
+        for reader in FIGURES:
+            groups = reader_groups(mine, lever, reader)
+            if groups:
+                rows.append({"setting": setting, "lever": lever, "reader": reader, **components(groups)})
+    return rows
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+
+def pct(sd: float | None, df: int) -> str:
+    return "-" if sd is None else f"{100 * sd:.1f} ({df})"
+
+
+def markdown(rows: Sequence[dict[str, Any]], launches: Sequence[dict[str, Any]]) -> str:
+    """The components table, then a line per launch (ready seconds, cache state, GC pauses)."""
+    lines = [
+        "| setting | lever | reader | launches | runs | tok/s (geo mean) | sd launch % (df) "
+        "| sd block % (df) | sd of launch means % |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        means = "-" if r["sd_launch_means"] is None else f"{100 * r['sd_launch_means']:.1f}"
+        lines.append(
+            f"| {r['setting']} | {r['lever']} | {READERS[r['reader']]} | {r['launches']} | {r['runs']} | "
+            f"{r['geo_mean']:,.1f} | {pct(r['sd_launch'], r['df_launch'])} | "
+            f"{pct(r['sd_block'], r['df_block'])} | {means} |"
+        )
+    lines += ["", "| setting | lever | launch | ready s | cache MB before | GC pauses (ms) | pinned |"]
+    lines.append("|---|---|---|---|---|---|---|")
+    for x in launches:
+        cache_mb = sum(x["cache_bytes_before"].values()) / 1e6
+        gc_text = "-" if x["gc_pauses"] is None else f"{x['gc_pauses']} ({x['gc_pause_ms']:.1f})"
+        lines.append(
+            f"| {x['setting']} | {x['lever']} | {x['launch']} | {x['ready_s']:.0f} | {cache_mb:,.1f} | "
+            f"{gc_text} | {x['placement']['engine_cpus'] or x['placement']['note']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# --- what a launch records -----------------------------------------------------------------------
+
+
+def smi_clocks() -> list[dict[str, Any]] | None:
+    """The same clocks from nvidia-smi, for a machine without nvidia-ml-py (the device's wheels lack it)."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    query = "index,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem"
+    out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, timeout=30).stdout  # fmt: skip
+    keys = ("index", "sm_clock_mhz", "mem_clock_mhz", "max_sm_clock_mhz", "max_mem_clock_mhz")
+    rows = [line.split(",") for line in out.splitlines() if line.strip()]
+    return [
+        {k: int(v) if v.strip().isdigit() else None for k, v in zip(keys, row, strict=False)} for row in rows
+    ]
+
+
+def gpu_clocks() -> list[dict[str, Any]] | None:
+    """SM/memory clocks (current and max, MHz) of the visible GPUs; None without a GPU."""
+    nvml = load_nvml()
+    return smi_clocks() if nvml is None else [gpu_entry(nvml, i) for i in visible_indices(nvml)]
+
+
+def dir_bytes(path: Path) -> int:
+    """Bytes of the files under `path` (0 where it does not exist)."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
+
+
+def gc_pauses(log: Path) -> tuple[int, float] | None:
+    """(collections, total ms) that VLLM_GC_DEBUG logged in an engine log; None where none was logged."""
+    found = [float(m.group(1)) for m in GC_LINE.finditer(log.read_text(errors="replace"))]
+    return (len(found), sum(found)) if found else None
+
+
+def engine_env(base: dict[str, str], setting: Setting, cold_dir: Path) -> dict[str, str]:
+    """The engine's environment under `setting`: its knobs, and empty caches under cold_dir if asked."""
+    env = {**base, **setting.engine_env}
+    if setting.cold_cache:
+        env.update({name: str(cold_dir / name.lower()) for name in CACHE_ENV})
+    return env
+
+
+def measured_run(
+    slot: Slot, target: Target, bench_args: dict[str, Any], load: Any, prompts: list[Prompt], tmp: Path
+) -> dict[str, Any]:
+    """crosscheck_levers' run, between two readings of the GPU clocks."""
+    before = gpu_clocks()
+    row = run_one(slot, target, bench_args, load, prompts, tmp)
+    return {**row, "gpu_clocks_before": before, "gpu_clocks_after": gpu_clocks()}
+
+
+def run_launch(
+    config: Any,
+    slot_list: list[Slot],
+    setting: Setting,
+    head: list[Prompt],
+    slices: list[list[Prompt]],
+    tmp: Path,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One fresh launch of one lever under `setting`: warm-up, then its blocks; (rows, launch record)."""
+    lever, launch = slot_list[0].lever, slot_list[0].launch
+    log = tmp / f"engine-{lever}-{launch}.log"
+    engine, spec, endpoint = grid_engine(config, log)
+    engine.env = engine_env(engine.env, setting, tmp / f"cold-{lever}-{launch}")
+    cache_before = {name: dir_bytes(Path(engine.env[name])) for name in CACHE_ENV}
+    load = config.load
+    warmup_n, warmup_load = warmup_plan(setting, load)
+    rows = []
+    with engine:
+        assert engine.ready_s is not None
+        print(f"{lever} launch {launch}: engine ready in {engine.ready_s:.0f} s ({','.join(setting.names)})")
+        pins = apply_pins(engine_processes(engine), setting.pin)
+        target, bench_args = readers(spec, endpoint, project_path(config.paths.models_dir))
+        if warmup_n:
+            harness_run(target, head[:warmup_n], warmup_load)  # not counted: prompts no block measures
+        for slot in slot_list:
+            if setting.client_gc_freeze:
+                gc.collect()
+                gc.freeze()  # the client's heap so far is left out of its collections during the block
+            rows.append(measured_run(slot, target, bench_args, load, slices[slot.slice_index], tmp))
+    pauses = gc_pauses(log)
+    record = {
+        "setting": ",".join(setting.names),
+        "lever": lever,
+        "launch": launch,
+        "ready_s": engine.ready_s,
+        "cache_bytes_before": cache_before,
+        "gc_pauses": pauses[0] if pauses else None,
+        "gc_pause_ms": pauses[1] if pauses else None,
+        "placement": {
+            "mode": setting.pin,
+            "engine_cpus": cpu_list(pins.engine) or None,
+            "client_cpus": cpu_list(pins.client) or None,
+            "note": pins.reason or None,
+        },
+    }
+    resolved = resolved_values(setting, warmup_n, warmup_load)
+    return [{**row, "setting": record["setting"], "resolved": resolved} for row in rows], record
+
+
+def resolved_values(setting: Setting, warmup_n: int, warmup_load: Any) -> dict[str, Any]:
+    """What the setting came to on this launch, carried by each of its blocks."""
+    return {
+        "warmup_requests": warmup_n,
+        "warmup_ignore_eos": warmup_load.ignore_eos,
+        "pin": setting.pin,
+        "engine_env": setting.engine_env,
+        "client_env": setting.client_env,
+        "client_gc_freeze": setting.client_gc_freeze,
+        "cold_cache": setting.cold_cache,
+    }
+
+
+# --- entry point ---------------------------------------------------------------------------------
+
+
+def out_paths() -> tuple[Path, Path] | None:
+    """(json, md) under NOISE_JSON's stem or $OUT; None: print only."""
+    if os.environ.get("NOISE_JSON"):
+        path = Path(os.environ["NOISE_JSON"])
+    elif os.environ.get("OUT"):
+        path = Path(os.environ["OUT"]) / "launch-noise.json"
+    else:
+        return None
+    return path, path.with_suffix(".md")
+
+
+def write(result: dict[str, Any], paths: tuple[Path, Path] | None) -> str:
+    """The summary recomputed, both files rewritten; the Markdown returned."""
+    result["summary"] = summary(result["runs"])
+    text = markdown(result["summary"], result["launches"])
+    if paths is not None:
+        paths[0].write_text(json.dumps(result, indent=1))
+        paths[1].write_text(text)
+    return text
+
+
+def replay(paths: Sequence[Path]) -> None:
+    """`--table FILE...`: the table again from several launch-noise.json, their launches kept apart."""
+    runs, launches = [], []
+    for i, path in enumerate(paths):
+        result = json.loads(path.read_text())
+        runs += [{**r, "source": i} for r in result["runs"]]
+        launches += result["launches"]
+    print(f"{len(runs)} runs from {', '.join(str(p) for p in paths)}\n")
+    print(markdown(summary(runs), launches))
+
+
+def configs_for(levers: Sequence[str], k: int, base: list[str]) -> dict[str, Any]:
+    """Each lever's config, checked to be one engine: a bad lever stops before the first launch."""
+    configs = {lever: to_config(compose_config(lever_overrides(base, lever, k))) for lever in levers}
+    for lever, config in configs.items():
+        if len(group_by_engine(expand(config))) != 1:
+            raise SystemExit(f"launch noise: {lever} at K={k} expands to more than one engine")
+    return configs
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--table":
+        replay([Path(a) for a in sys.argv[2:]])
+        return
+    setting = resolve_setting(os.environ.get("NOISE_SETTING", "base"))
+    # Before anything reads them: tokenizers' and rayon's pools size themselves once per process.
+    os.environ.update(setting.client_env)
+    levers = [
+        x.strip() for x in os.environ.get("NOISE_LEVERS", "van,suffix,bestkpad").split(",") if x.strip()
+    ]
+    k = int(os.environ.get("NOISE_K", "8"))
+    rounds = int(os.environ.get("NOISE_ROUNDS", "2"))
+    launches = int(os.environ.get("NOISE_LAUNCHES", "2"))
+    first = int(os.environ.get("NOISE_FIRST_LAUNCH", "1"))
+    budget_s = float(os.environ["NOISE_BUDGET_S"]) if os.environ.get("NOISE_BUDGET_S") else None
+    start_s = float(os.environ.get("NOISE_START_S", "90"))  # an engine start the budget expects
+    base = os.environ.get("NOISE_OVERRIDES", CPU_OVERRIDES).split()
+    configs = configs_for(levers, k, base)
+    config = configs[levers[0]]
+    load = config.load
+    corpus = group_by_engine(expand(config))[0].cells[0].corpus
+    prompts = load_corpus(project_path(config.paths.data_dir) / corpus.path)
+    head, slices = prompt_slices(prompts, warmup_head(load), load.num_prompts, 2 * rounds)
+    paths = out_paths()
+    result: dict[str, Any] = {
+        "setting": ",".join(setting.names),
+        "levers": levers,
+        "k": k,
+        "rounds": rounds,
+        "launches_per_lever": launches,
+        "overrides": base,
+        "load": {key: getattr(load, key) for key in LOAD_KEYS},
+        "runs": [],
+        "launches": [],
+    }
+    write(result, paths)
+    with tempfile.TemporaryDirectory() as tmp_s:
+
+        def one_launch(lever: str, launch: int) -> float:
+            t0 = time.perf_counter()
+            slot_list = slots(lever, launch, rounds)
+            rows, record = run_launch(configs[lever], slot_list, setting, head, slices, Path(tmp_s))
+            record["wall_s"] = time.perf_counter() - t0
+            result["runs"] += rows
+            result["launches"].append(record)
+            write(result, paths)
+            return record["wall_s"] - record["ready_s"]
+
+        run_within_budget(launch_order(levers, launches, first), budget_s, start_s, one_launch)
+    print("\n" + write(result, paths))
+    if paths is not None:
+        print(f"every figure: {paths[0]} and {paths[1]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Variance components of benchmarks/launch_noise.py on synthetic records with known terms; no engine."""
+
+import math
+import random
+import statistics
+
+import pytest
+
+from benchmarks import launch_noise as ln
+from vocab.schema import LoadSpec
+
+
+def balanced(launch_effects, block_offsets, mu=6.907755278982137):
+    """ln values mu + a_i + d_j: launch i's blocks are its effect plus the same zero-mean offsets."""
+    return [[mu + a + d for d in block_offsets] for a in launch_effects]
+
+
+def test_components_recover_known_launch_and_block_terms():
+    # 3 launches (effects -0.1, 0, 0.1: variance 0.01), 2 blocks at +-0.05 around each launch mean.
+    # MSW = 3 * 2 * 0.05^2 / 3 = 0.005; MSB = 2 * 0.01 = 0.02; launch variance = (0.02 - 0.005) / 2.
+    c = ln.components(balanced([-0.1, 0.0, 0.1], [-0.05, 0.05]))
+    assert c["sd_block"] == pytest.approx(math.sqrt(0.005))
+    assert c["sd_launch"] == pytest.approx(math.sqrt(0.0075))
+    assert c["sd_launch_means"] == pytest.approx(0.1)
+    assert (c["launches"], c["runs"], c["df_launch"], c["df_block"]) == (3, 6, 2, 3)
+    assert c["geo_mean"] == pytest.approx(1000.0)
+
+
+def test_launch_and_block_are_not_confused():
+    # Big launch effects, tiny blocks: a swap would report sd_launch ~0.007 and sd_block ~0.2.
+    c = ln.components(balanced([-0.2, 0.2, 0.0, 0.1], [-0.005, 0.005]))
+    assert c["sd_launch"] > 0.1 > 0.01 > c["sd_block"]
+    # And the other way round: launches alike, blocks far apart -> the launch term clips at 0.
+    c = ln.components(balanced([0.0, 0.001, -0.001], [-0.2, 0.2]))
+    assert c["sd_launch"] == 0.0
+    assert c["sd_block"] == pytest.approx(math.sqrt(2 * 0.2**2))
+
+
+def test_components_unequal_blocks_use_n0():
+    groups = [[0.0, 0.2], [1.0, 1.2, 1.1], [0.5]]
+    c = ln.components(groups)
+    n, means = [2, 3, 1], [0.1, 1.1, 0.5]
+    grand = statistics.fmean([y for g in groups for y in g])
+    msw = (2 * 0.1**2 + 2 * 0.1**2) / (6 - 3)
+    msb = sum(k * (m - grand) ** 2 for k, m in zip(n, means, strict=True)) / 2
+    n0 = (6 - sum(k * k for k in n) / 6) / 2
+    assert c["sd_block"] == pytest.approx(math.sqrt(msw))
+    assert c["sd_launch"] == pytest.approx(math.sqrt((msb - msw) / n0))
+
+
+def test_components_recover_simulated_terms():
+    rng = random.Random(44)
+    groups = [[a + rng.gauss(0, 0.03) for _ in range(3)] for a in (rng.gauss(0, 0.10) for _ in range(3000))]
+    c = ln.components(groups)
+    assert c["sd_launch"] == pytest.approx(0.10, rel=0.06)
+    assert c["sd_block"] == pytest.approx(0.03, rel=0.04)
+
+
+def test_components_of_one_launch_or_one_block_each():
+    assert ln.components([[1.0, 1.1]])["sd_launch"] is None
+    single = ln.components([[1.0], [1.1]])
+    assert single["sd_block"] is None and single["df_block"] == 0
+    assert single["sd_launch_means"] == pytest.approx(statistics.stdev([1.0, 1.1]))
+
+
+def run(lever, launch, client, tok_s, window=None, setting="base", source=0):
+    return {"lever": lever, "launch": launch, "client": client, "tok_s": tok_s,
+            "window_tok_s": window, "setting": setting, "source": source}  # fmt: skip
+
+
+def test_summary_reads_each_client_by_launch():
+    runs = []
+    for launch, a in ((1, 1.0), (2, 1.2), (3, 0.9)):
+        for _block, d in ((1, 0.98), (2, 1.02)):
+            runs.append(run("van", launch, "harness", 100 * a * d, window=90 * a * d))
+            runs.append(run("van", launch, "bench", 100 * a * d * 1.01))
+    rows = {r["reader"]: r for r in ln.summary(runs)}
+    assert set(rows) == {"harness", "bench", "window"}
+    for reader in rows.values():
+        assert reader["launches"] == 3 and reader["runs"] == 6
+    assert rows["bench"]["sd_launch"] == pytest.approx(rows["harness"]["sd_launch"])
+    assert rows["window"]["geo_mean"] < rows["harness"]["geo_mean"]
+
+
+def test_pooled_files_keep_their_launches_apart():
+    # Launch 1 of two files: pooled as one launch, the two files' spread would vanish into the block term.
+    runs = [
+        run("van", 1, "bench", v, source=s) for s, vals in ((0, (100, 101)), (1, (120, 121))) for v in vals
+    ]
+    (row,) = ln.summary(runs)
+    assert row["launches"] == 2 and row["sd_launch"] > 0.1
+
+
+def test_resolve_setting():
+    assert ln.resolve_setting("base") == ln.Setting()
+    s = ln.resolve_setting("warmup2,pinned,tokthreads")
+    assert (s.warmup_waves, s.pin, s.engine_env["RAYON_NUM_THREADS"]) == (2, "auto", "1")
+    assert ln.resolve_setting("gcfreeze").engine_env == {"VLLM_GC_DEBUG": "1"}
+    for bad in ("warmup3", "warmup1,warmup2"):
+        with pytest.raises(SystemExit):
+            ln.resolve_setting(bad)
+
+
+def test_warmup_plan_is_full_length_waves():
+    load = LoadSpec(concurrency=8, warmup_requests=5)
+    assert ln.warmup_plan(ln.Setting(), load) == (5, load)
+    n, warm = ln.warmup_plan(ln.resolve_setting("warmup2"), load)
+    assert n == 16 and warm.ignore_eos and warm.concurrency == 8
+    assert ln.warmup_head(load) == 16
+
+
+def test_cold_cache_env_and_gc_log(tmp_path):
+    env = ln.engine_env({"VLLM_CACHE_ROOT": "/warm"}, ln.resolve_setting("coldcache"), tmp_path)
+    assert {env[k] for k in ln.CACHE_ENV} <= {str(tmp_path / k.lower()) for k in ln.CACHE_ENV}
+    assert ln.engine_env({"VLLM_CACHE_ROOT": "/warm"}, ln.Setting(), tmp_path)["VLLM_CACHE_ROOT"] == "/warm"
+    log = tmp_path / "engine.log"
+    log.write_text("x GC took 1.500ms to complete. Collected 3\ny GC took 0.5ms to complete.\n")
+    assert ln.gc_pauses(log) == (2, 2.0)
+    log.write_text("nothing\n")
+    assert ln.gc_pauses(log) is None
+
+
+def test_markdown_has_a_row_per_reader():
+    runs = [run("van", i, c, 100.0 + i + j) for i in (1, 2) for j in (0, 1) for c in ("harness", "bench")]
+    text = ln.markdown(ln.summary(runs), [])
+    assert "| base | van | vllm bench serve | 2 | 4 |" in text
