@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from analysis.repeats import CELL_FIELDS, mad, valid_only
@@ -34,10 +36,49 @@ def lever_medians(measured: pd.DataFrame, include_invalid: bool = False) -> tupl
 
 
 def repeat_values(rows: pd.DataFrame) -> tuple[tuple[str, int, float], ...]:
-    """The rows' (session_id, repeat, tok/s), sorted; the repeat is -1 where none was recorded."""
+    """The rows' (session_id, repeat, tok/s), sorted; the repeat is -1 where none was recorded.
+
+    Where one engine launch holds several repeats (grid.launches_per_argv below grid.repeats, or
+    repeats on one engine), its repeats are not independent draws: they share the launch's offset,
+    and pairing them as such keeps a lever that does nothing far more often than the rule's 5 %
+    (issue 44: 12-16 % at the H200's launch noise). Such rows are replaced by one value per launch,
+    the geometric mean of its repeats (analysis.decision.launch_means' rule), keyed by the launch's
+    first repeat: repeat r runs on launch r mod L (grid/config/expand.py: shared_blocks), so van's
+    launch j and the lever's launch j share that key and pair. Every judge over these values then
+    judges by launch (analysis.decision.judge_by_launch), with launches - 1 degrees of freedom.
+    """
     repeats = rows["repeat"].fillna(-1).astype(int) if "repeat" in rows else pd.Series(-1, index=rows.index)
-    values = zip(rows["session_id"].astype(str), repeats, rows["output_tok_per_s"].astype(float), strict=True)
-    return tuple(sorted(values))
+    values = list(zip(rows["session_id"].astype(str), repeats, rows["output_tok_per_s"].astype(float), strict=True))
+    if "engine_launch_id" not in rows:
+        return tuple(sorted(values))
+    launch_ids = [None if pd.isna(x) else str(x) for x in rows["engine_launch_id"]]
+    return launch_values(values, launch_ids)
+
+
+def launch_values(
+    values: list[tuple[str, int, float]], launch_ids: list[str | None]
+) -> tuple[tuple[str, int, float], ...]:
+    """repeat_values' rule over (session_id, repeat, tok/s) and each row's launch id (None: unknown,
+    a launch of its own). Unchanged where no launch holds two repeats."""
+    by_launch: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for n, ((session, repeat, value), launch) in enumerate(zip(values, launch_ids, strict=True)):
+        by_launch.setdefault((session, launch if launch is not None else f"row-{n}"), []).append((repeat, value))
+    if all(len({r for r, _ in held}) <= 1 for held in by_launch.values()):
+        return tuple(sorted(values))
+    per_session: dict[str, list[tuple[int, str, float]]] = {}
+    for (session, launch), held in by_launch.items():
+        logs = [math.log(v) for _, v in held if v > 0 and math.isfinite(v)]
+        mean = math.exp(sum(logs) / len(logs)) if logs else math.nan
+        per_session.setdefault(session, []).append((min(r for r, _ in held), launch, mean))
+    out = []
+    for session, launches in per_session.items():
+        firsts = [first for first, _, _ in launches]
+        # Two launches of one session that start at the same repeat (a layout the grid does not write):
+        # they are numbered in order instead, so each keeps a key of its own.
+        unique = len(set(firsts)) == len(firsts)
+        for rank, (first, _, mean) in enumerate(sorted(launches)):
+            out.append((session, first if unique else rank, mean))
+    return tuple(sorted(out))
 
 
 def sessions_of(rows: pd.DataFrame) -> set[str]:
