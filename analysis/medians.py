@@ -48,7 +48,8 @@ def repeat_values(rows: pd.DataFrame) -> tuple[tuple[str, int, float], ...]:
     judges by launch (analysis.decision.judge_by_launch), with launches - 1 degrees of freedom.
     """
     repeats = rows["repeat"].fillna(-1).astype(int) if "repeat" in rows else pd.Series(-1, index=rows.index)
-    values = list(zip(rows["session_id"].astype(str), repeats, rows["output_tok_per_s"].astype(float), strict=True))
+    tok_per_s = rows["output_tok_per_s"].astype(float)
+    values = list(zip(rows["session_id"].astype(str), repeats, tok_per_s, strict=True))
     if "engine_launch_id" not in rows:
         return tuple(sorted(values))
     launch_ids = [None if pd.isna(x) else str(x) for x in rows["engine_launch_id"]]
@@ -62,7 +63,8 @@ def launch_values(
     a launch of its own). Unchanged where no launch holds two repeats."""
     by_launch: dict[tuple[str, str], list[tuple[int, float]]] = {}
     for n, ((session, repeat, value), launch) in enumerate(zip(values, launch_ids, strict=True)):
-        by_launch.setdefault((session, launch if launch is not None else f"row-{n}"), []).append((repeat, value))
+        key = (session, launch if launch is not None else f"row-{n}")
+        by_launch.setdefault(key, []).append((repeat, value))
     if all(len({r for r, _ in held}) <= 1 for held in by_launch.values()):
         return tuple(sorted(values))
     per_session: dict[str, list[tuple[int, str, float]]] = {}
