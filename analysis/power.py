@@ -242,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             components = components_from_store(args.store)
-        except StoreError as exc:
-            parser.error(str(exc))
+        except (StoreError, OSError) as exc:  # OSError: a store that does not answer (StoreUnreachable)
+            parser.exit(2, f"error: {' '.join(str(exc).split())}\n")  # one line; store messages are redacted
         models = sorted(set(components["model"]))
         model = args.model or (models[0] if len(models) == 1 else None)
         if model is None:

@@ -273,13 +273,11 @@ def dispatch(argv: list[str]) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         raise  # main's: the reader has gone
-    except (OSError, ValueError) as exc:
-        from store.fs import StoreError
-
-        if isinstance(exc, ValueError) and not isinstance(exc, StoreError):
-            raise  # a bug, not something a user caused: its traceback is what to report
-        # A store that does not answer (store/fs.py StoreUnreachable names it and its endpoint), a
-        # disk that is full, a file that cannot be written: one line, not a traceback.
+    except OSError as exc:
+        # A store error (store/errors.py StoreError) is a GridError, caught above; a ValueError is a
+        # bug, not something a user caused: its traceback is what to report. A store that does not
+        # answer (store/fs.py StoreUnreachable names it and its endpoint), a disk that is full, a file
+        # that cannot be written: one line, not a traceback.
         from store.fs import os_error_line
 
         print(f"error: {os_error_line(exc)}", file=sys.stderr)

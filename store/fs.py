@@ -34,6 +34,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pyarrow.fs as pafs
 
+from store.errors import StoreError
+
 # Object reads tried this many times when one fails midway (Store.read_bytes), READ_RETRY_S x n apart.
 READ_ATTEMPTS = 3
 READ_RETRY_S = 0.2
@@ -54,10 +56,6 @@ _OPTION_ITEM = re.compile(r"(?P<key>store_options\.[\w-]+)=(?P<value>[^\s'\"]*)"
 # S3FileSystem options that arrive from the config as strings.
 _S3_INT_OPTIONS = ("connect_timeout", "request_timeout")
 _S3_BOOL_OPTIONS = ("allow_bucket_creation", "background_writes", "force_virtual_addressing")
-
-
-class StoreError(ValueError):
-    """A store URL or option that cannot be used."""
 
 
 class StoreUnreachable(OSError):

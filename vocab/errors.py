@@ -1,8 +1,12 @@
-"""The project's exceptions: one root, a few specific ones, each message says the fix."""
+"""The project's exceptions: one root, a few specific ones, each message says the fix.
 
+GridError and StoreError live in store/errors.py (the store, below vocab, raises StoreError):
+one class each, whichever module it is imported from.
+"""
 
-class GridError(Exception):
-    """Root of every error this project raises on purpose."""
+from store.errors import GridError, StoreError
+
+__all__ = ["ConfigError", "EngineError", "GridError", "StoreError"]
 
 
 class ConfigError(GridError):
@@ -11,7 +15,3 @@ class ConfigError(GridError):
 
 class EngineError(GridError):
     """The engine would not start, died, or could not be stopped."""
-
-
-class StoreError(GridError):
-    """The results store could not be read or written."""

@@ -119,8 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.store:
         try:
             sd_launch, sd_block, words = sds_from_store(args.store, args.model, args.levers)
-        except StoreError as exc:
-            print(exc)
+        except (StoreError, OSError) as exc:  # not a store, or one that does not answer (StoreUnreachable)
+            from store.fs import os_error_line
+
+            print(f"error: {os_error_line(exc)}")  # stdout, as this command's other lines
             return 2
         print(words)
         if math.isnan(sd_launch) or math.isnan(sd_block):
