@@ -29,6 +29,9 @@ Hydra's compose API like the grid's, so a bad name or override fails first.
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -48,6 +51,17 @@ from analysis.final import PROCEDURE, STAGE_LEVER
 from analysis.load import anchor_runs, equivalence_table, measured_cells
 from analysis.medians import lever_medians
 from experiments.decide import KEEP, SKIP, Decision, LeverConfig, TuneRules, choose_k, decide_change
+from experiments.tune_size import (
+    MAX_LAUNCHES,
+    Design,
+    SizeSpec,
+    cheapest_design,
+    design_overrides,
+    detectable_gain,
+    noise_for,
+    power_by_launch,
+    tune_costs,
+)
 from grid.config.catalog import Catalog, catalog_of
 from grid.config.compose import CONF_DIR, check_keys, compose_config, searchpath_dirs, unknown_key_error
 from grid.config.expand import expand, to_config
@@ -65,6 +79,7 @@ TUNE_CONF_DIR = CONF_DIR / "tune"
 # The stages in order and the lever each proposes: analysis/final.py PROCEDURE, which the study's walk
 # replays too.
 STAGES = tuple(stage for stage, _ in PROCEDURE)
+MAX_LAUNCHES_WORDS = f"{MAX_LAUNCHES} launches"
 # Paired stages draw prompts from load.seed + STAGE_SEED_STEP x the stage's place in STAGES.
 STAGE_SEED_STEP = 100
 
@@ -94,6 +109,8 @@ class TuneConfig:
     # across sessions), for replaying their stores.
     paired_stages: bool = True
     rules: TuneRules = field(default_factory=TuneRules)
+    # How many launches the stages run, from the noise measured (experiments/tune_size.py).
+    size: SizeSpec = field(default_factory=SizeSpec)
     out_dir: str = "results/tune"
 
 
@@ -129,6 +146,20 @@ def compose_tune(overrides: list[str]) -> TuneConfig:
     return tune
 
 
+def stage_base(cfg: TuneConfig, model: str) -> list[str]:
+    """The grid overrides every stage starts from."""
+    # The tune confirms its own choice (confirm below): no study confirmation after each stage.
+    corpora = ",".join(cfg.corpora)
+    return [f"experiment={cfg.experiment}", f"grid.models=[{model}]", f"grid.corpora=[{corpora}]",
+            "grid.confirm.enabled=false", *cfg.grid_overrides]  # fmt: skip
+
+
+def lever_overrides(levers: Mapping[str, Sequence[int]]) -> list[str]:
+    """grid.levers and each lever's Ks (none for levers without drafts) as grid overrides."""
+    out = [f"grid.levers=[{','.join(levers)}]"]
+    return out + [f"+grid.ks.{lever}=[{','.join(map(str, ks))}]" for lever, ks in levers.items() if ks]
+
+
 @dataclass
 class Tune:
     """A tune in progress: its config, the grid overrides every stage shares, what was decided."""
@@ -144,11 +175,7 @@ class Tune:
 
     @property
     def base(self) -> list[str]:
-        corpora = ",".join(self.cfg.corpora)
-        # The tune confirms its own choice (confirm below): no study confirmation after each stage.
-        return [f"experiment={self.cfg.experiment}", f"grid.models=[{self.model.name}]",
-                f"grid.corpora=[{corpora}]", "grid.confirm.enabled=false",
-                *self.cfg.grid_overrides]  # fmt: skip
+        return stage_base(self.cfg, self.model.name)
 
     def stage(
         self, name: str, levers: Mapping[str, Sequence[int]], *extra: str, seed: int | None = None
@@ -158,8 +185,7 @@ class Tune:
         but the confirmation (which gives its own seed) draws its own prompts (stage_seed); the grid
         adds van's replicate wherever a lossless lever is judged, so the gate has van's noise floor
         on the stage's own prompts."""
-        overrides = [f"grid.levers=[{','.join(levers)}]"]
-        overrides += [f"+grid.ks.{lever}=[{','.join(map(str, ks))}]" for lever, ks in levers.items() if ks]
+        overrides = lever_overrides(levers)
         if seed is None and self.cfg.paired_stages:
             seed = self.stage_seed(name)
         if seed is not None:
@@ -491,11 +517,109 @@ def unconfirmed_note(t: Tune) -> str:
     )
 
 
+# The levers each stage measures on the way to deploying K-pad (van beside each: paired stages), for
+# pricing the tune before it starts (the path of a lever kept at every stage: the dearest one).
+def priced_stages(cfg: TuneConfig, base: list[str]) -> list[list[str]]:
+    """Each stage's grid overrides as the tune would run them (levers and Ks), for tune_size.tune_costs."""
+    levers = {
+        "suffix": {"van": [], "suffix": [cfg.suffix_k]},
+        "kpad": {"van": [], "suffix": [cfg.suffix_k], "bestkpad": [cfg.kpad_k]},
+        "best_k": {"van": [], "bestkpad": sorted({cfg.kpad_k, *cfg.sweep_ks})},
+        "dynk": {"van": [], "bestkpad": [cfg.kpad_k], "dynk": [cfg.kpad_k]},
+        "confirm": {"van": [], "bestkpad": [cfg.kpad_k]},
+    }
+    out = []
+    for stage in cfg.stages:
+        if stage not in levers:  # van is measured in every stage; w4a4 only with a quantised variant
+            continue
+        out.append([*base, *lever_overrides(levers[stage])])
+    return out
+
+
+def sets_repeats(overrides: Sequence[str]) -> bool:
+    """Whether the user's grid overrides fix grid.repeats (or its launches) themselves."""
+    return any(o.lstrip("+").startswith(("grid.repeats=", "grid.launches_per_argv=")) for o in overrides)
+
+
+def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> list[str]:
+    """The grid overrides that size the stages (experiments/tune_size.py), said on the console; [] where
+    the user fixed grid.repeats (its power is said) or size.auto is off. Raises ConfigError, before
+    anything is launched, when a GPU-hour budget cannot see a useful gain.
+
+    The first sizing of a tune is kept in out_dir/<model>/sizing.json and reused when the tune is run
+    again to resume (a store that grew would otherwise resize the stages under finished cells)."""
+    spec = cfg.size
+    if not spec.auto:
+        return []
+    for name, value in (("min_gain", spec.min_gain), ("useful_gain", spec.useful_gain)):
+        if not value > 0:
+            raise ConfigError(f"size.{name}={value}: give a gain above 0, e.g. size.{name}=0.1 for +10 %")
+    if not 0 < spec.power < 1:
+        raise ConfigError(f"size.power={spec.power}: give a probability between 0 and 1, e.g. 0.8")
+    if spec.budget_gpu_h is not None and not spec.budget_gpu_h > 0:
+        raise ConfigError(f"size.budget_gpu_h={spec.budget_gpu_h}: give GPU-hours above 0, or null (no cap)")
+    saved = project_path(cfg.out_dir) / model.name / "sizing.json"
+    base = stage_base(cfg, model.name)
+    grid_cfg = compose_config(base)
+    shared = grid_cfg.grid.engine_reuse == "shared"
+    if not sets_repeats(cfg.grid_overrides) and saved.is_file():
+        record = json.loads(saved.read_text())
+        design = Design(**record["design"])
+        console.print(f"tune size: {design.words()} per stage, as sized "
+                      f"when this tune started ({saved}; delete it to size again)")  # fmt: skip
+        return design_overrides(design, shared)
+    store = store_path(grid_cfg.paths.store, grid_cfg.paths.get("store_options"))
+    noise = noise_for(str(store), model.name, ["van", "suffix", "bestkpad", "dynk"], spec)
+    costs = tune_costs(priced_stages(cfg, base), shared)
+    console.print(f"tune size: noise {noise.sd_launch:.1%} between launches, {noise.sd_block:.1%} block to "
+                  f"block ({noise.source})")  # fmt: skip
+    if sets_repeats(cfg.grid_overrides):
+        repeats = grid_cfg.grid.repeats
+        launches = min(repeats, grid_cfg.grid.launches_per_argv or repeats) if shared else repeats
+        blocks = max(1, repeats // max(1, launches))
+        p = power_by_launch(spec.min_gain, noise, launches, blocks)
+        given = Design(launches, blocks, math.nan, math.nan, math.nan).words()
+        console.print(f"tune size: grid.repeats={repeats} as given ({given}): "
+                      f"{p**spec.tests_on_path:.0%} power to deploy a real {spec.min_gain:+.0%} lever, "
+                      f"~{costs.gpu_h(launches, blocks):.2f} GPU-hours")  # fmt: skip
+        return []
+    design = cheapest_design(spec.min_gain, noise, costs, spec, shared)
+    if spec.budget_gpu_h is not None and (design is None or design.gpu_h > spec.budget_gpu_h):
+        within = detectable_gain(noise, costs, spec, spec.budget_gpu_h, shared)
+        need = f"{design.gpu_h:.2f} GPU-hours" if design else f"more than {MAX_LAUNCHES_WORDS}"
+        if within is None or within[0] > spec.useful_gain:
+            seen = "no gain at all" if within is None else f"only gains above {within[0]:+.0%}"
+            raise ConfigError(
+                f"size.budget_gpu_h={spec.budget_gpu_h:g}: at this noise the tune sees {seen} with "
+                f"{spec.power:.0%} power (size.useful_gain={spec.useful_gain:g}); a {spec.min_gain:+.0%} "
+                f"lever needs {need}: raise the budget, raise size.min_gain, or cut the noise first"
+            )
+        console.print(f"tune size: within {spec.budget_gpu_h:g} GPU-hours the tune sees {within[0]:+.1%} at "
+                      f"{spec.power:.0%} power ({spec.min_gain:+.0%} needs {need})")  # fmt: skip
+        design = within[1]
+    if design is None:
+        raise ConfigError(
+            f"at this noise no design up to {MAX_LAUNCHES_WORDS} sees a {spec.min_gain:+.0%} lever with "
+            f"{spec.power:.0%} power: raise size.min_gain, or cut the noise first (make launch-noise)"
+        )
+    console.print(f"tune size: {design.words()} per stage: "
+                  f"{design.power_path:.0%} power to deploy a real {spec.min_gain:+.0%} lever "
+                  f"({design.power_each:.0%} per test, {spec.tests_on_path} tests), ~{design.gpu_h:.2f} "
+                  f"GPU-hours for the tune")  # fmt: skip
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    saved.write_text(json.dumps({"design": dataclasses.asdict(design), "noise": dataclasses.asdict(noise),
+                                 "min_gain": spec.min_gain, "power": spec.power}, indent=1))  # fmt: skip
+    return design_overrides(design, shared)
+
+
 def tune(overrides: list[str], console: Console | None = None, replay: bool = False) -> int:
     """Run the procedure (or, with replay, re-decide from a store that holds one tune's cells)."""
     cfg = compose_tune(overrides)
     grid_cfg = compose_config([f"experiment={cfg.experiment}", *cfg.grid_overrides])
     model = catalog_of(grid_cfg).load(ModelSpec, cfg.model)
+    if not replay and (sized := size_stages(cfg, model, console or make_console())):
+        cfg.grid_overrides = [*cfg.grid_overrides, *sized]
+        grid_cfg = compose_config([f"experiment={cfg.experiment}", *cfg.grid_overrides])
     if not replay and not grid_cfg.grid.anchor.enabled:
         raise ConfigError(
             f"experiment '{cfg.experiment}' turns the drift anchor off (grid.anchor.enabled=false), and the "

@@ -37,4 +37,4 @@ def test_the_first_example_can_decide(capsys, monkeypatch):
 def test_stages_of_one_repeat_are_refused_before_anything_runs(monkeypatch):
     monkeypatch.setattr(tune_module, "procedure", lambda t: pytest.fail("the procedure ran"))
     with pytest.raises(ConfigError, match=r"the stages run grid.repeats=1: .* at least 2 repeats"):
-        tune_module.tune(["model=tiny", 'grid_overrides=["grid.anchor.enabled=true"]'])
+        tune_module.tune(["model=tiny", 'grid_overrides=["grid.anchor.enabled=true","grid.repeats=1"]'])

@@ -1,0 +1,224 @@
+"""How many launches (and blocks per launch) a tune needs, from the noise it measures. Pure but for
+`noise_for`, which reads a store, and `tune_costs`, which prices the stages' grids as `grid plan` does.
+
+A stage keeps a lever when the launch-paired 90 % interval of lever / van clears the band
+(analysis.decision, judged by launch wherever launches hold several repeats: analysis.medians). With
+L launches per side of b blocks each, van and the lever on launches of their own,
+
+    se       = sqrt(2 (sd_launch^2 + sd_block^2 / b) / L)          (ln units)
+    power(g) = P(T'_{L-1, nc} > t_{0.95, L-1}),  nc = (ln(1 + g) - band) / se
+
+(T' noncentral t: the interval's lower end clears the band). A real gain is deployed only when every
+test on its path keeps it (the stage that proposes it and the confirmation: `tests_on_path`, 2), so
+each test is sized to power^(1 / tests_on_path) and the path's power is the product. This treats the
+tests as independent, which they are: each stage and the confirmation draw their own prompts and
+launches. Levers that share a launch with their incumbent (grid.engine_reuse=shared) see part of the
+launch term cancel; the formula ignores that, so it reads conservative for them.
+
+The noise: the store's variance components for this model (analysis/variance.py via
+grid.plan.groups.sds_from_store) where it can estimate both terms, else the prior `size.sd_launch`,
+`size.sd_block` (the H200 record's host-bound SmolLM2 spread by default), said so. The cost: each
+stage's grid priced by `grid plan`'s model (grid/plan/hours.py) at two designs; a stage's GPU-hours
+are linear in launches and in blocks, so two prices give its per-launch and per-block terms exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from scipy.stats import nct
+
+from analysis.decision import CONFIDENCE, t_quantile
+
+# The H200's host-bound SmolLM2 spread (issue 44): 11.8 % between launches, 10 % block to block.
+PRIOR_SD_LAUNCH = 0.118
+PRIOR_SD_BLOCK = 0.10
+MAX_LAUNCHES = 200
+
+
+@dataclass
+class SizeSpec:
+    """conf/tune/tune.yaml `size`: how the tune sizes its stages (this module's doc)."""
+
+    # Size the stages from the measured noise. A grid.repeats given in grid_overrides wins (the tune
+    # then says what power it has); false: the experiment's own grid.repeats, as before.
+    auto: bool = True
+    # The smallest real gain the tune must see: each comparison sized to 80 % power at +10 %.
+    min_gain: float = 0.10
+    power: float = 0.80
+    # The tests a real gain must pass to be deployed (the stage that keeps it, the confirmation).
+    tests_on_path: int = 2
+    # GPU-hours the whole tune may take; null: no cap. With a cap, the tune says which gain it can
+    # see within it, and stops before launch when that is above useful_gain.
+    budget_gpu_h: float | None = None
+    useful_gain: float = 0.50
+    # The prior noise (ln tok/s) where the store holds no variance components for the model.
+    sd_launch: float = PRIOR_SD_LAUNCH
+    sd_block: float = PRIOR_SD_BLOCK
+    # Blocks per launch tried (1 unless the stages run grid.engine_reuse=shared, where one launch
+    # holds several repeats and is judged by launch).
+    max_blocks: int = 8
+
+
+@dataclass(frozen=True)
+class Noise:
+    sd_launch: float
+    sd_block: float
+    source: str  # where the figures come from, in words
+
+
+@dataclass(frozen=True)
+class Costs:
+    """The whole tune's GPU-hours at L launches of b blocks: L (per_launch_h + b per_block_h) + fixed_h."""
+
+    per_launch_h: float
+    per_block_h: float
+    fixed_h: float  # the drift anchors' launches, whatever the design
+
+    def gpu_h(self, launches: int, blocks: int) -> float:
+        return launches * (self.per_launch_h + blocks * self.per_block_h) + self.fixed_h
+
+
+@dataclass(frozen=True)
+class Design:
+    launches: int
+    blocks: int
+    power_each: float  # one comparison's power at the gain sized for
+    power_path: float  # power_each ** tests_on_path
+    gpu_h: float
+
+    @property
+    def repeats(self) -> int:
+        return self.launches * self.blocks
+
+    def words(self) -> str:
+        """'46 launches x 1 block'."""
+        return f"{self.launches} launches x {self.blocks} block{'s' if self.blocks > 1 else ''}"
+
+
+def power_by_launch(
+    gain: float,
+    noise: Noise,
+    launches: int,
+    blocks: int = 1,
+    band: float = 0.0,
+    confidence: float = CONFIDENCE,
+) -> float:
+    """The probability that a launch-paired comparison at L launches x b blocks keeps a real `gain`."""
+    if launches < 2:
+        return 0.0
+    var = 2.0 * (noise.sd_launch**2 + noise.sd_block**2 / blocks) / launches
+    se = math.sqrt(var)
+    effect = math.log1p(gain) - math.log1p(band)
+    q = 1.0 - (1.0 - confidence) / 2.0
+    if se == 0.0:
+        return 1.0 if effect > 0 else 0.0
+    return float(nct.sf(t_quantile(q, launches - 1), launches - 1, effect / se))
+
+
+def cheapest_design(
+    gain: float, noise: Noise, costs: Costs, spec: SizeSpec, blocks_allowed: bool, band: float = 0.0
+) -> Design | None:
+    """The cheapest (launches, blocks) whose path power at `gain` reaches spec.power; None within the caps."""
+    each = spec.power ** (1.0 / max(1, spec.tests_on_path))
+    best: Design | None = None
+    for blocks in range(1, (spec.max_blocks if blocks_allowed else 1) + 1):
+        launches = _fewest_launches(lambda n, b=blocks: power_by_launch(gain, noise, n, b, band) >= each)
+        if launches is None:
+            continue
+        p = power_by_launch(gain, noise, launches, blocks, band)
+        design = Design(launches, blocks, p, p**spec.tests_on_path, costs.gpu_h(launches, blocks))
+        if best is None or design.gpu_h < best.gpu_h - 1e-12:
+            best = design
+    return best
+
+
+def _fewest_launches(enough: Callable[[int], bool]) -> int | None:
+    """The smallest n in 2..MAX_LAUNCHES with enough(n) (monotone in n), by bisection."""
+    if not enough(MAX_LAUNCHES):
+        return None
+    lo, hi = 2, MAX_LAUNCHES
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if enough(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def detectable_gain(
+    noise: Noise, costs: Costs, spec: SizeSpec, budget_gpu_h: float, blocks_allowed: bool
+) -> tuple[float, Design] | None:
+    """The smallest gain (to 0.5 point) the tune sees at spec.power within `budget_gpu_h`, and its design;
+    None when even a +1000 % gain does not fit (the anchors alone may exceed the budget)."""
+
+    def fits(gain: float) -> Design | None:
+        design = cheapest_design(gain, noise, costs, spec, blocks_allowed)
+        return design if design is not None and design.gpu_h <= budget_gpu_h else None
+
+    lo, hi = 0.0, 10.0
+    if fits(hi) is None:
+        return None
+    while hi - lo > 0.005:
+        mid = (lo + hi) / 2
+        if fits(mid) is None:
+            lo = mid
+        else:
+            hi = mid
+    design = fits(hi)
+    assert design is not None
+    return hi, design
+
+
+def noise_for(store: str, model: str, levers: Sequence[str], spec: SizeSpec) -> Noise:
+    """The store's variance components of `model` (the root mean square over `levers`) where it can
+    estimate both terms, else the prior (spec.sd_launch, spec.sd_block), and where each came from."""
+    from grid.plan.groups import sds_from_store
+    from store.fs import StoreError as FsStoreError
+    from vocab.errors import GridError
+
+    prior = f"prior size.sd_launch={spec.sd_launch:g}, size.sd_block={spec.sd_block:g}"
+    try:
+        launch, block, words = sds_from_store(store, model, list(levers))
+    except (GridError, FsStoreError, OSError, ValueError) as exc:
+        return Noise(spec.sd_launch, spec.sd_block, f"{prior}: no store read ({type(exc).__name__})")
+    if math.isnan(launch) or math.isnan(block):
+        return Noise(spec.sd_launch, spec.sd_block, f"{prior} (the store cannot estimate both: {words})")
+    return Noise(launch, block, f"measured: {words}")
+
+
+def tune_costs(stage_overrides: Sequence[Sequence[str]], blocks_allowed: bool) -> Costs:
+    """Costs of the tune whose stages run the grids `stage_overrides` (each a full override list), priced
+    by grid.plan.hours at two designs per stage (linear in launches and blocks: module doc)."""
+    from grid.plan.hours import gpu_hours_at
+
+    per_launch = per_block = fixed = 0.0
+    for overrides in stage_overrides:
+        two_launches_h, anchors_h = gpu_hours_at(list(overrides), 2)
+        if blocks_allowed:  # L = 2 at b = 1 and b = 2: 2 (A + B) and 2 (A + 2 B)
+            two_blocks_h, _ = gpu_hours_at([*overrides, "grid.launches_per_argv=2"], 4)
+            block = (two_blocks_h - two_launches_h) / 2.0
+            launch = two_launches_h / 2.0 - block
+        else:  # a launch per repeat: L (A + B), one term
+            three_launches_h, _ = gpu_hours_at(list(overrides), 3)
+            block, launch = 0.0, three_launches_h - two_launches_h
+        per_launch += launch
+        per_block += block
+        fixed += anchors_h
+    return Costs(per_launch, per_block, fixed)
+
+
+def _design_overrides(launches: int, blocks: int, shared: bool) -> list[str]:
+    """The grid overrides that run `launches` launches per argv of `blocks` repeats each."""
+    out = [f"grid.repeats={launches * blocks}"]
+    if shared and blocks > 1:
+        out.append(f"grid.launches_per_argv={launches}")
+    return out
+
+
+def design_overrides(design: Design, shared: bool) -> list[str]:
+    """The grid overrides a stage adds to run `design`."""
+    return _design_overrides(design.launches, design.blocks, shared)

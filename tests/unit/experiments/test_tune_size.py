@@ -1,0 +1,121 @@
+"""The tune sizes its stages to the noise it measures (issue 44 item 2): experiments/tune_size.py."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+import experiments.tune as tune_module
+from analysis.decision import judge_by_launch
+from experiments.tune import compose_tune, size_stages
+from experiments.tune_size import (
+    Costs,
+    Noise,
+    SizeSpec,
+    cheapest_design,
+    detectable_gain,
+    noise_for,
+    power_by_launch,
+)
+from tests.unit.analysis.launch_store import Design as StoreDesign
+from tests.unit.analysis.launch_store import write_store
+from vocab.errors import ConfigError
+from vocab.schema import ModelSpec
+
+COSTS = Costs(per_launch_h=0.05, per_block_h=0.01, fixed_h=0.1)
+
+
+def simulated_keep(gain: float, noise: Noise, launches: int, blocks: int, draws: int = 1500) -> float:
+    """How often analysis.decision.judge_by_launch keeps a real `gain` (band 0), van and lever each on
+    launches of their own, repeat r on launch r % launches."""
+    rng = np.random.default_rng(7)
+    kept = 0
+    for _ in range(draws):
+        sides = []
+        for effect in (math.log1p(gain), 0.0):
+            offsets = rng.normal(0.0, noise.sd_launch, launches)
+            reps = range(launches * blocks)
+            logs = [5 + effect + offsets[r % launches] + rng.normal(0, noise.sd_block) for r in reps]
+            sides.append([("s", r, math.exp(v)) for r, v in enumerate(logs)])
+        kept += judge_by_launch(sides[0], sides[1], 0.0, launches).real_gain
+    return kept / draws
+
+
+@pytest.mark.parametrize(("launches", "blocks"), [(4, 1), (6, 3)])
+def test_the_power_formula_is_the_rules_own_keep_rate(launches, blocks):
+    noise = Noise(0.06, 0.08, "test")
+    formula = power_by_launch(0.10, noise, launches, blocks)
+    assert 0.2 < formula < 0.95
+    assert simulated_keep(0.10, noise, launches, blocks) == pytest.approx(formula, abs=0.035)
+
+
+def test_more_noise_buys_more_launches_and_the_design_is_the_cheapest_that_reaches_the_power():
+    spec = SizeSpec()
+    quiet = cheapest_design(0.10, Noise(0.03, 0.05, "q"), COSTS, spec, blocks_allowed=False)
+    loud = cheapest_design(0.10, Noise(0.118, 0.10, "l"), COSTS, spec, blocks_allowed=False)
+    assert quiet is not None and loud is not None and loud.launches > quiet.launches
+    for d, noise in ((quiet, Noise(0.03, 0.05, "q")), (loud, Noise(0.118, 0.10, "l"))):
+        each = spec.power ** (1 / spec.tests_on_path)
+        assert d.power_path >= spec.power and power_by_launch(0.10, noise, d.launches) >= each
+        assert power_by_launch(0.10, noise, d.launches - 1) < each  # one launch fewer misses it
+    # Blocks help only where the block term is what is large and starts are dear.
+    blocky = cheapest_design(0.10, Noise(0.01, 0.15, "b"), Costs(1.0, 0.01, 0.0), spec, blocks_allowed=True)
+    assert blocky is not None and blocky.blocks > 1
+
+
+def test_a_budget_says_which_gain_it_sees():
+    noise = Noise(0.118, 0.10, "h200")
+    seen = detectable_gain(noise, COSTS, SizeSpec(), 1.0, blocks_allowed=False)
+    assert seen is not None
+    gain, design = seen
+    assert design.gpu_h <= 1.0 and design.power_path >= 0.8
+    # A gain 2 points smaller would not fit in the budget.
+    assert cheapest_design(gain - 0.02, noise, COSTS, SizeSpec(), False).gpu_h > 1.0
+    assert detectable_gain(noise, COSTS, SizeSpec(), 0.05, False) is None  # the anchors alone cost 0.1
+
+
+def sized(tmp_path, *extra):
+    cfg = compose_tune(["model=tiny", f"out_dir={tmp_path / 'out'}",
+                        f'grid_overrides=["paths.store={tmp_path / "store"}","grid.anchor.enabled=true"]',
+                        *extra])  # fmt: skip
+    return cfg, size_stages(cfg, ModelSpec(name="tiny", path="x"), Console(width=300, record=True))
+
+
+def test_a_budget_that_sees_nothing_useful_stops_the_tune_before_launch(tmp_path, monkeypatch):
+    monkeypatch.setattr(tune_module, "procedure", lambda t: pytest.fail("the procedure ran"))
+    overrides = ["model=tiny", f"out_dir={tmp_path}", "size.budget_gpu_h=0.001",
+                 f'grid_overrides=["paths.store={tmp_path / "s"}","grid.anchor.enabled=true"]']  # fmt: skip
+    with pytest.raises(ConfigError, match=r"size.budget_gpu_h=0.001: at this noise the tune sees"):
+        tune_module.tune(overrides)
+
+
+def test_the_stages_get_the_sized_repeats_and_a_resume_keeps_them(tmp_path):
+    cfg, overrides = sized(tmp_path, "size.sd_launch=0.05", "size.sd_block=0.05")
+    design = cheapest_design(0.10, Noise(0.05, 0.05, ""), Costs(1, 0, 0), cfg.size, False)
+    assert overrides == [f"grid.repeats={design.launches}"]
+    record = json.loads((tmp_path / "out" / "tiny" / "sizing.json").read_text())
+    assert record["design"]["launches"] == design.launches
+    # Run again with other noise (as a store that grew would give): the first sizing holds.
+    _, again = sized(tmp_path, "size.sd_launch=0.2", "size.sd_block=0.2")
+    assert again == overrides
+
+
+def test_repeats_the_user_gives_win_and_their_power_is_said(tmp_path):
+    cfg = compose_tune(["model=tiny", f"out_dir={tmp_path}",
+                        f'grid_overrides=["paths.store={tmp_path / "s"}","grid.repeats=3"]'])  # fmt: skip
+    console = Console(width=300, record=True)
+    assert size_stages(cfg, ModelSpec(name="tiny", path="x"), console) == []
+    text = console.export_text()
+    assert (
+        "grid.repeats=3 as given (3 launches x 1 block)" in text
+        and "power to deploy a real +10% lever" in text
+    )
+
+
+def test_the_noise_comes_from_the_store_where_it_has_components(tmp_path):
+    store = write_store(tmp_path / "store", StoreDesign(sessions=1, launches=3, blocks=4, sd_launch=0.2))
+    noise = noise_for(str(store), "smol", ["van", "suffix"], SizeSpec())
+    assert noise.source.startswith("measured") and noise.sd_launch > 0.05
+    assert noise_for(str(tmp_path / "none"), "smol", ["van"], SizeSpec()).source.startswith("prior")
