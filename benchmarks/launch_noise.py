@@ -119,6 +119,27 @@ def resolve_setting(text: str) -> Setting:
     )
 
 
+def resolve_settings(text: str) -> list[Setting]:
+    """NOISE_SETTING as one or more settings separated by ';' (e.g. 'base;pinned,warmup2'): their
+    launches are interleaved with the levers' in one ABBA order (arm_table), so the machine's drift and
+    its warming up fall on each setting alike. Client knobs hold for the whole process, so a setting
+    that changes them runs alone."""
+    settings = [resolve_setting(part) for part in text.split(";") if part.strip()] or [
+        resolve_setting("base")
+    ]
+    if len(settings) > 1 and any(x.client_env for x in settings):
+        raise SystemExit(f"NOISE_SETTING={text}: tokthreads changes the client's process; run it alone")
+    return settings
+
+
+def arm_table(levers: Sequence[str], settings: Sequence[Setting]) -> dict[str, tuple[str, Setting]]:
+    """'lever' (one setting) or 'lever@setting' -> (lever, setting), settings outermost: with two
+    settings and ABBA over the arms, each lever runs under each setting once per pair of launches."""
+    if len(settings) == 1:
+        return {lever: (lever, settings[0]) for lever in levers}
+    return {f"{lever}@{','.join(x.names)}": (lever, x) for x in settings for lever in levers}
+
+
 def warmup_plan(setting: Setting, load: Any) -> tuple[int, Any]:
     """(warm-up requests, the load they go out with): a wave is load.concurrency full-length requests."""
     if setting.warmup_waves == 0:
@@ -392,9 +413,10 @@ def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--table":
         replay([Path(a) for a in sys.argv[2:]])
         return
-    setting = resolve_setting(os.environ.get("NOISE_SETTING", "base"))
-    # Before anything reads them: tokenizers' and rayon's pools size themselves once per process.
-    os.environ.update(setting.client_env)
+    settings = resolve_settings(os.environ.get("NOISE_SETTING", "base"))
+    # Before anything reads them: tokenizers' and rayon's pools size themselves once per process, so a
+    # client knob holds for the whole call (resolve_settings refuses it beside a setting without it).
+    os.environ.update(settings[0].client_env)
     levers = [
         x.strip() for x in os.environ.get("NOISE_LEVERS", "van,suffix,bestkpad").split(",") if x.strip()
     ]
@@ -413,7 +435,7 @@ def main() -> None:
     head, slices = prompt_slices(prompts, warmup_head(load), load.num_prompts, 2 * rounds)
     paths = out_paths()
     result: dict[str, Any] = {
-        "setting": ",".join(setting.names),
+        "setting": ";".join(",".join(x.names) for x in settings),
         "levers": levers,
         "k": k,
         "rounds": rounds,
@@ -426,8 +448,9 @@ def main() -> None:
     write(result, paths)
     with tempfile.TemporaryDirectory() as tmp_s:
 
-        def one_launch(lever: str, launch: int) -> float:
+        def one_launch(arm: str, launch: int) -> float:
             t0 = time.perf_counter()
+            lever, setting = arms[arm]
             slot_list = slots(lever, launch, rounds)
             rows, record = run_launch(configs[lever], slot_list, setting, head, slices, Path(tmp_s))
             record["wall_s"] = time.perf_counter() - t0
@@ -436,7 +459,8 @@ def main() -> None:
             write(result, paths)
             return record["wall_s"] - record["ready_s"]
 
-        run_within_budget(launch_order(levers, launches, first), budget_s, start_s, one_launch)
+        arms = arm_table(levers, settings)
+        run_within_budget(launch_order(list(arms), launches, first), budget_s, start_s, one_launch)
     print("\n" + write(result, paths))
     if paths is not None:
         print(f"every figure: {paths[0]} and {paths[1]}")

@@ -124,3 +124,20 @@ def test_markdown_has_a_row_per_reader():
     runs = [run("van", i, c, 100.0 + i + j) for i in (1, 2) for j in (0, 1) for c in ("harness", "bench")]
     text = ln.markdown(ln.summary(runs), [])
     assert "| base | van | vllm bench serve | 2 | 4 |" in text
+
+
+def test_settings_separated_by_semicolons_interleave_with_the_levers():
+    from benchmarks.crosscheck_levers import launch_order
+    from benchmarks.launch_noise import arm_table, resolve_settings
+
+    settings = resolve_settings("base;pinned,warmup2")
+    assert [x.names for x in settings] == [("base",), ("pinned", "warmup2")]
+    arms = arm_table(["suffix", "bestkpad"], settings)
+    order = launch_order(list(arms), 2)
+    # Every lever under every setting once per launch number, in ABBA order over the four arms.
+    assert sorted(order[:4]) == sorted((a, 1) for a in arms) and order[4:] == [
+        (a, 2) for a in reversed(list(arms))
+    ]
+    assert arms["bestkpad@pinned,warmup2"][1].warmup_waves == 2 and arms["suffix@base"][1].pin == "off"
+    with pytest.raises(SystemExit, match="tokthreads"):
+        resolve_settings("base;tokthreads")
