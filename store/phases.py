@@ -22,6 +22,7 @@ from pathlib import Path
 
 from store.atomic import write_json
 from store.fs import StoreRoot
+from store.layout import component
 
 PHASES = "phases"
 
@@ -34,7 +35,7 @@ class Phase:
 
 
 def phases_dir(root: StoreRoot, session_id: str) -> StoreRoot:
-    return root / PHASES / session_id
+    return root / PHASES / component("session_id", session_id)
 
 
 class PhaseBoard:

@@ -44,6 +44,7 @@ from grid.config.catalog import (
     yaml_problem,
 )
 from store.fs import is_url, redact, url_secret_problem
+from store.layout import component_problem
 from vocab import schema
 from vocab.errors import ConfigError
 from vocab.paths import PROJECT_ROOT
@@ -159,6 +160,8 @@ def check_config(cfg: DictConfig, dirs: list[Path]) -> None:
             "LEVER_GRID_CONF=/my/conf; name your folders there"
         )
     cfg.paths.user_conf = [str(d) for d in dirs]
+    # Before a name is looked up: `grid.models=['../model/tiny']` would find conf/model/../model/tiny.yaml.
+    raise_all(path_component_problems(cfg))
     catalog = catalog_of(cfg)
     check_names(cfg, catalog)
     problems = value_problems(OmegaConf.to_container(cfg, resolve=True), schema.Config)
@@ -183,6 +186,30 @@ def check_config(cfg: DictConfig, dirs: list[Path]) -> None:
     if (looks := looks_problem(cfg.grid.sequential.looks)) is not None:
         problems.append(looks)
     raise_all(problems)
+
+
+def path_component_problems(cfg: DictConfig) -> list[str]:
+    """Every user string that becomes one path component, against store/layout.py's one rule:
+    `name` (the report's and the confirmation's file), `session_id` (the session file, the engine
+    logs) and each model, lever and corpus name (conf/<group>/<name>.yaml, the labels built of them).
+    A spec's `path` (a trace, a model's weights) is a path on purpose and is not checked here."""
+    grid = cfg.grid
+    given: list[tuple[str, Any]] = [("name", cfg.name)]
+    if cfg.session_id is not None:
+        given.append(("session_id", cfg.session_id))
+    for key, names in (
+        ("grid.models", grid.models),
+        ("grid.levers", grid.levers),
+        ("grid.corpora", grid.corpora),
+        ("grid.own_engine_corpora", grid.own_engine_corpora),
+        ("grid.ks", grid.ks),
+        ("grid.num_prompts", grid.num_prompts),
+        ("plan.rates", cfg.plan.rates),
+        *((group, cfg[group]) for group in GROUPS.values()),
+    ):
+        given += [(key, name) for name in names]
+    given += [(f"grid.anchor.{group}", grid.anchor[group]) for group in GROUPS.values() if grid.anchor[group]]
+    return [problem for key, value in given if (problem := component_problem(key, value)) is not None]
 
 
 def raise_all(problems: list[str]) -> None:
