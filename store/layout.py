@@ -41,12 +41,18 @@ COMPONENT_RULE = (
 
 
 def component_problem(key: str, value: str) -> str | None:
-    """Why `value`, given as `key`, cannot be one file name inside the store, or None.
+    """Why `value`, given as `key`, cannot be one file name inside the store, or None: one line
+    naming the key, the value (quoted, its odd characters escaped) and the rule (component_flaw)."""
+    flaw = component_flaw(value)
+    return None if flaw is None else f"{key} {str(value)!r} {flaw}; {COMPONENT_RULE}"
+
+
+def component_flaw(value: str) -> str | None:
+    """What keeps `value` from being one plain name ("starts with '.'"), or None.
 
     Refused: empty, `.`/`..`, a separator (/ or \\), a leading `.` (hidden, and the atomic writes'
     temp files) or `-` (an option to any tool), and any character other than a letter, a digit or
-    COMPONENT_PUNCTUATION: controls, NUL, undecodable bytes, spaces. One line, the value quoted with
-    its odd characters escaped.
+    COMPONENT_PUNCTUATION: controls, NUL, undecodable bytes, spaces.
     """
     text = str(value)
     if not text:
@@ -61,7 +67,7 @@ def component_problem(key: str, value: str) -> str | None:
         why = f"holds {odd[0]!a}"
     else:
         return None
-    return f"{key} {text!r} {why}; {COMPONENT_RULE}"
+    return why
 
 
 def component(key: str, value: str) -> str:

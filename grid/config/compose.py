@@ -44,7 +44,7 @@ from grid.config.catalog import (
     yaml_problem,
 )
 from store.fs import is_url, redact, url_secret_problem
-from store.layout import component_problem
+from store.layout import component_flaw, component_problem
 from vocab import schema
 from vocab.errors import ConfigError
 from vocab.paths import PROJECT_ROOT
@@ -112,6 +112,7 @@ def compose_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR
     files = Catalog((*dirs, CONF_DIR))
     check_user_yaml(dirs)
     check_spec_group_overrides(rest, files)
+    check_config_group_names(rest, files)
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             search = GlobalHydra.instance().config_loader().get_search_path()
@@ -373,6 +374,30 @@ def check_spec_group_overrides(overrides: list[str], files: Catalog) -> None:
                 f"'{item}': {plural} are named in grid.{plural}=[...] (known {plural}: "
                 f"{', '.join(files.names(key))}); to change one's field: +{key}.<name>.<field>=value"
             )
+
+
+def check_config_group_names(overrides: list[str], files: Catalog) -> None:
+    """`experiment=smoke` names a file of conf/experiment/ or of a user folder; `experiment=../../x`
+    would have Hydra load any YAML file as the experiment (and engine=, load=, cluster= likewise):
+    a value that is not one plain name (store/layout.py's rule) is refused, with how to add one's own."""
+    for item in overrides:
+        key, sep, _ = item.lstrip("+~").partition("=")
+        if not sep or key not in CONFIG_GROUPS:
+            continue
+        try:
+            value = OverridesParser.create().parse_overrides([item])[0].value()
+        except HydraException:
+            continue  # Hydra's own line, from compose
+        if value is None or (flaw := component_flaw(str(value))) is None:
+            continue
+        path_like = any(part in str(value) for part in ("/", "\\")) or value in (".", "..")
+        why = "is a path" if path_like else f"is not a name (it {flaw})"
+        raise ConfigError(
+            f"{key} '{value}' {why}; {key}= takes the name of a file in a config folder (known: "
+            f"{', '.join(files.names(key)) or 'none'}); to add your own, put it in "
+            f"/my/conf/{key}/<name>.yaml and give hydra.searchpath=[file:///my/conf] "
+            f"(or LEVER_GRID_CONF=/my/conf), then {key}=<name>"
+        )
 
 
 def missing_option(exc: MissingConfigException, files: Catalog) -> ConfigError:
