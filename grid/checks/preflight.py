@@ -19,6 +19,8 @@ Two stages, so that every problem shows at once wherever that is cheap:
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import shutil
 import tempfile
@@ -168,7 +170,8 @@ def input_problems(
         model, path = cell.engine_spec.model, model_weights(cell)
         if path not in weights:
             weights.add(path)
-            if (reason := weights_problem(model, path, models_dir, cache_dir, use_gpus)) is not None:
+            reason = weights_problem(model, path, models_dir, cache_dir, use_gpus)
+            if (reason := reason or model_folder_problem(cell, path, models_dir, use_gpus)) is not None:
                 problems[f"weights:{path}"] = reason
         command = cell.engine_spec.engine.command
         if not command:
@@ -208,6 +211,106 @@ def weights_problem(
         f"+model.{model.name}.path=/that/folder (or in a model file of your own conf folder), or pick a "
         "model with local weights (e.g. grid.models=[tiny])"
     )
+
+
+# Files that hold a model's weights (Hugging Face safetensors or PyTorch bins, GGUF, PyTorch checkpoints).
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.gguf", "*.pt", "*.pth")
+# Where a config.json gives the context, the names vLLM reads (transformers' config classes differ).
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "max_sequence_length")
+# vLLM lets max_model_len exceed the model's context only with this set (in the engine's environment).
+ALLOW_LONG_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+
+
+def local_model_folder(path: str, models_dir: Path, use_gpus: bool) -> Path | None:
+    """The folder on this machine that preflight reads for weights `path`, or None: a `{models_dir}`
+    path always; an absolute one where the engines run here (ray.use_gpus=false: a GPU cluster's
+    nodes hold their own copies); a hub id never."""
+    if "{models_dir}" in path:
+        return Path(path.replace("{models_dir}", str(models_dir)))
+    if Path(path).expanduser().is_absolute() and not use_gpus:
+        return Path(path).expanduser()
+    return None
+
+
+def model_folder_problem(cell: Cell, path: str, models_dir: Path, use_gpus: bool) -> str | None:
+    """Why the model folder at `path` cannot serve `cell`'s engine, or None: a relative path (the
+    engine's working folder is not this one), no weights file (unless loaded as dummy weights), or
+    engine.max_model_len above the context its config.json gives. weights_problem has found its
+    config.json already where the folder is local."""
+    model = cell.engine_spec.model
+    if relative_model_path(path):
+        return (
+            f"model '{model.name}' path '{path}' is relative, and the engine runs in another folder; "
+            f"give an absolute path, {{models_dir}}/<folder> (paths.models_dir) or a hub id org/name"
+        )
+    folder = local_model_folder(path, models_dir, use_gpus)
+    if folder is None or not (folder / "config.json").is_file():
+        return None
+    argv = [*model.extra_args, *cell.engine_spec.lever.extra_args, *cell.engine_spec.engine.extra_args]
+    if not dummy_weights(argv) and not any(any(folder.glob(p)) for p in WEIGHT_PATTERNS):
+        return (
+            f"model '{model.name}' has no weights in {folder} (only its config.json; none of "
+            f"{', '.join(WEIGHT_PATTERNS)}); put the weights there or fix its path (a model with random "
+            "weights is given --load-format dummy in its extra_args)"
+        )
+    return context_problem(cell, folder / "config.json")
+
+
+def relative_model_path(path: str) -> bool:
+    """A path relative to some working folder: neither `{models_dir}`, absolute, `~`, nor a hub id."""
+    if "{models_dir}" in path or path.startswith("~") or Path(path).is_absolute():
+        return False
+    return not is_hub_id(path) or path.startswith(".")
+
+
+def dummy_weights(argv: list[str]) -> bool:
+    """Whether the engine loads random weights (`--load-format dummy` or `--load-format=dummy`)."""
+    return "--load-format=dummy" in argv or ("--load-format", "dummy") in itertools.pairwise(argv)
+
+
+def context_problem(cell: Cell, config_file: Path) -> str | None:
+    """engine.max_model_len above the model's context (config.json), or None where it fits or the
+    file gives none."""
+    engine = cell.engine_spec.engine
+    if ALLOW_LONG_ENV in {**engine.env, **cell.engine_spec.lever.env}:
+        return None
+    found = model_context(config_file)
+    if found is None or engine.max_model_len <= found[0]:
+        return None
+    context, key = found
+    return (
+        f"model '{cell.engine_spec.model.name}': engine.max_model_len {engine.max_model_len:,} exceeds its "
+        f"context of {context:,} tokens ({key} in {config_file}), so the engine would not start; "
+        f"set engine.max_model_len={context} or lower"
+    )
+
+
+def model_context(config_file: Path) -> tuple[int, str] | None:
+    """(tokens, the key that gave them) of a config.json: the smallest of CONTEXT_KEYS at its top or
+    in its text_config (a multimodal model's language part), times a rope_scaling factor; None
+    where the file gives none or cannot be read (the engine says why)."""
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    text = config.get("text_config")
+    layers = [("", config), ("text_config.", text if isinstance(text, dict) else {})]
+    found = [
+        (value, f"{prefix}{key}")
+        for prefix, layer in layers
+        for key in CONTEXT_KEYS
+        if isinstance(value := layer.get(key), int) and not isinstance(value, bool) and value > 0
+    ]
+    if not found:
+        return None
+    tokens, key = min(found)
+    scaling = config.get("rope_scaling") or (text.get("rope_scaling") if isinstance(text, dict) else None)
+    if isinstance(scaling, dict) and isinstance(factor := scaling.get("factor"), int | float) and factor > 1:
+        # vLLM extends the context by the factor for most scaling types; the larger figure is the safe side.
+        return int(tokens * factor), f"{key} x rope_scaling.factor {factor:g}"
+    return tokens, key
 
 
 PLUGIN_GROUP = "vllm.general_plugins"

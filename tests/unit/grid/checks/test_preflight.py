@@ -44,6 +44,7 @@ def inputs(tmp_path):
     model = tmp_path / "models" / "SmolLM2-135M-Instruct"
     model.mkdir(parents=True)
     (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"")  # preflight looks for a weights file
     word_tokenizer(model, ["def", "f", "x", "question", "word"])
     data = tmp_path / "data" / "corpora"
     write_rows(
