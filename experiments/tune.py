@@ -61,6 +61,7 @@ from experiments.tune_size import (
     noise_for,
     power_by_launch,
     tune_costs,
+    verified_design,
 )
 from grid.config.catalog import Catalog, catalog_of
 from grid.config.compose import CONF_DIR, check_keys, compose_config, searchpath_dirs, unknown_key_error
@@ -584,6 +585,7 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> list[str
                       f"~{costs.gpu_h(launches, blocks):.2f} GPU-hours")  # fmt: skip
         return []
     design = cheapest_design(spec.min_gain, noise, costs, spec, shared)
+    gain, cap = spec.min_gain, math.inf
     if spec.budget_gpu_h is not None and (design is None or design.gpu_h > spec.budget_gpu_h):
         within = detectable_gain(noise, costs, spec, spec.budget_gpu_h, shared)
         need = f"{design.gpu_h:.2f} GPU-hours" if design else f"more than {MAX_LAUNCHES_WORDS}"
@@ -596,19 +598,31 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> list[str
             )
         console.print(f"tune size: within {spec.budget_gpu_h:g} GPU-hours the tune sees {within[0]:+.1%} at "
                       f"{spec.power:.0%} power ({spec.min_gain:+.0%} needs {need})")  # fmt: skip
-        design = within[1]
+        (gain, design), cap = within, spec.budget_gpu_h
     if design is None:
         raise ConfigError(
             f"at this noise no design up to {MAX_LAUNCHES_WORDS} sees a {spec.min_gain:+.0%} lever with "
             f"{spec.power:.0%} power: raise size.min_gain, or cut the noise first (make launch-noise)"
         )
-    console.print(f"tune size: {design.words()} per stage: "
-                  f"{design.power_path:.0%} power to deploy a real {spec.min_gain:+.0%} lever "
-                  f"({design.power_each:.0%} per test, {spec.tests_on_path} tests), ~{design.gpu_h:.2f} "
-                  f"GPU-hours for the tune")  # fmt: skip
+    formula = design
+    design, simulated = verified_design(design, gain, noise, costs, spec, grid_cfg.grid.anchor.runs,
+                                        cfg.rules.require_equivalence, max_gpu_h=cap)  # fmt: skip
+    checked = ""
+    if not math.isnan(simulated):
+        added = (
+            f", {design.launches - formula.launches} launches added to the formula's"
+            if design != formula
+            else ""
+        )
+        checked = (f"; {simulated:.0%} of {spec.verify_draws} tunes simulated through the tune's own code "
+                   f"(drift band, equivalence gate) deployed it{added}")  # fmt: skip
+    console.print(f"tune size: {design.words()} per stage, ~{design.gpu_h:.2f} GPU-hours for the tune: "
+                  f"{design.power_path:.0%} power to deploy a real {gain:+.0%} lever by the formula "
+                  f"({design.power_each:.0%} per test, {spec.tests_on_path} tests){checked}")  # fmt: skip
     saved.parent.mkdir(parents=True, exist_ok=True)
-    saved.write_text(json.dumps({"design": dataclasses.asdict(design), "noise": dataclasses.asdict(noise),
-                                 "min_gain": spec.min_gain, "power": spec.power}, indent=1))  # fmt: skip
+    record = {"design": dataclasses.asdict(design), "noise": dataclasses.asdict(noise), "gain": gain,
+              "power": spec.power, "simulated": simulated}  # fmt: skip
+    saved.write_text(json.dumps(record, indent=1))
     return design_overrides(design, shared)
 
 

@@ -60,6 +60,10 @@ class SizeSpec:
     # Blocks per launch tried (1 unless the stages run grid.engine_reuse=shared, where one launch
     # holds several repeats and is judged by launch).
     max_blocks: int = 8
+    # Tunes simulated through the tune's own code (experiments.procedure_power) to check the design:
+    # the formula leaves out the drift band and the equivalence gate, which cost power. Launches are
+    # added until the simulated deploy rate reaches `power`. 0: the formula alone.
+    verify_draws: int = 300
 
 
 @dataclass(frozen=True)
@@ -171,6 +175,52 @@ def detectable_gain(
     design = fits(hi)
     assert design is not None
     return hi, design
+
+
+# The simulation's terms the store does not size (analysis/simulated_sessions.py: H200_LAUNCHES's).
+SIM_DRIFT, SIM_SESSION = 0.02, 0.05
+
+
+def simulated_deploy_rate(
+    gain: float, noise: Noise, launches: int, anchor_runs: int, gate: bool, draws: int, seed: int = 44
+) -> float:
+    """How often whole simulated tunes (experiments.procedure_power: the tune's own stages, decisions,
+    drift band, equivalence gate and deploy rule) deploy a drafting lever that is `gain` faster, at
+    `launches` repeats per stage (a launch each), under `noise`."""
+    from analysis.simulated_sessions import GATE_ON, ProcedureNoise
+    from experiments.procedure_power import DRAFTING, outcomes
+
+    model = ProcedureNoise("sized", noise.sd_block, noise.sd_block, SIM_DRIFT, SIM_SESSION, noise.sd_launch)
+    found = outcomes(model, dict.fromkeys(DRAFTING, gain), launches, draws, seed,
+                     gate=GATE_ON if gate else None, anchor_runs=anchor_runs)  # fmt: skip
+    return sum(o.deployed in DRAFTING for o in found) / draws
+
+
+def verified_design(
+    design: Design,
+    gain: float,
+    noise: Noise,
+    costs: Costs,
+    spec: SizeSpec,
+    anchor_runs: int,
+    gate: bool,
+    rate: Callable[..., float] = simulated_deploy_rate,
+    max_gpu_h: float = math.inf,
+) -> tuple[Design, float]:
+    """`design` with launches added (a quarter more each step) until the simulated tune deploys a real
+    `gain` at spec.power, or one step more would cost above `max_gpu_h`; (the design, its simulated
+    rate). Blocks stay as they are: the simulation runs a launch per repeat, so only one-block
+    designs are checked (others come back unchanged, with NaN)."""
+    if spec.verify_draws < 1 or design.blocks != 1:
+        return design, math.nan
+    launches = design.launches
+    while True:
+        found = rate(gain, noise, launches, anchor_runs, gate, spec.verify_draws)
+        more = min(MAX_LAUNCHES, launches + max(1, launches // 4))
+        if found >= spec.power or launches >= MAX_LAUNCHES or costs.gpu_h(more, 1) > max_gpu_h:
+            p = power_by_launch(gain, noise, launches)
+            return Design(launches, 1, p, p**spec.tests_on_path, costs.gpu_h(launches, 1)), found
+        launches = more
 
 
 def noise_for(store: str, model: str, levers: Sequence[str], spec: SizeSpec) -> Noise:

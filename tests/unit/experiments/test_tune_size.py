@@ -12,12 +12,15 @@ from analysis.decision import judge_by_launch
 from experiments.tune import compose_tune, size_stages
 from experiments.tune_size import (
     Costs,
+    Design,
     Noise,
     SizeSpec,
     cheapest_design,
     detectable_gain,
     noise_for,
     power_by_launch,
+    simulated_deploy_rate,
+    verified_design,
 )
 from tests.unit.analysis.launch_store import Design as StoreDesign
 from tests.unit.analysis.launch_store import write_store
@@ -77,7 +80,7 @@ def test_a_budget_says_which_gain_it_sees():
 
 
 def sized(tmp_path, *extra):
-    cfg = compose_tune(["model=tiny", f"out_dir={tmp_path / 'out'}",
+    cfg = compose_tune(["model=tiny", f"out_dir={tmp_path / 'out'}", "size.verify_draws=0",
                         f'grid_overrides=["paths.store={tmp_path / "store"}","grid.anchor.enabled=true"]',
                         *extra])  # fmt: skip
     return cfg, size_stages(cfg, ModelSpec(name="tiny", path="x"), Console(width=300, record=True))
@@ -119,3 +122,31 @@ def test_the_noise_comes_from_the_store_where_it_has_components(tmp_path):
     noise = noise_for(str(store), "smol", ["van", "suffix"], SizeSpec())
     assert noise.source.startswith("measured") and noise.sd_launch > 0.05
     assert noise_for(str(tmp_path / "none"), "smol", ["van"], SizeSpec()).source.startswith("prior")
+
+
+def test_the_design_is_checked_through_the_tunes_own_simulation_and_launches_added_where_it_falls_short():
+    asked = []
+
+    def rate(gain, noise, launches, anchor_runs, gate, draws):
+        asked.append(launches)
+        return 0.5 + 0.05 * launches  # the simulated tune reaches 80 % at 6 launches
+
+    noise, spec = Noise(0.03, 0.05, "t"), SizeSpec(verify_draws=10)
+    design, found = verified_design(Design(4, 1, 0.9, 0.81, 0.0), 0.2, noise, COSTS, spec, 2, True, rate)
+    assert design.launches == 6 and found == pytest.approx(0.8) and asked == [4, 5, 6]
+    assert design.gpu_h == pytest.approx(COSTS.gpu_h(6, 1))
+    # Within a budget it stops where one step more would cost above it, and says the rate it has.
+    capped, found = verified_design(Design(4, 1, 0.9, 0.81, 0.0), 0.2, noise, COSTS, spec, 2, True, rate,
+                                    max_gpu_h=COSTS.gpu_h(5, 1))  # fmt: skip
+    assert capped.launches == 5 and found == pytest.approx(0.75)
+    # Off: the formula's design as it is.
+    same, nan = verified_design(
+        Design(4, 1, 0.9, 0.81, 0.0), 0.2, noise, COSTS, SizeSpec(verify_draws=0), 2, True
+    )
+    assert same.launches == 4 and math.isnan(nan)
+
+
+def test_the_simulated_rate_is_the_tunes_deploy_rate():
+    quiet, loud = Noise(0.01, 0.02, "q"), Noise(0.118, 0.10, "l")
+    assert simulated_deploy_rate(0.4, quiet, 4, 2, False, 30) >= 0.9
+    assert simulated_deploy_rate(0.1, loud, 3, 2, False, 30) <= 0.2
