@@ -76,9 +76,15 @@ class CellSummary:
     window_mean_in_flight: float | None
     # The server's load gauges inside the window (workers/signals/server_load.py).
     srv_load_samples: int
+    srv_load_scrape_failures: int
     srv_running_mean: float | None
     srv_running_min: float | None
     srv_waiting_max: float | None
+    # The longest stall inside the window and its limit (workers/signals/stall.py).
+    stall_max_s: float | None
+    stall_start_ns: int | None
+    stall_itl_ms_p99: float | None
+    stall_limit_s: float | None
     streamed_output_tokens: int
     stream_usage_mismatches: int
     requests_without_token_ids: int
@@ -113,6 +119,7 @@ class CellSummary:
     gate_tokens_reconciled: bool
     gate_stream_tokens: bool
     gate_engine_not_starved: bool
+    gate_no_stall: bool
     concurrency_held: float
     token_mismatch: float | None
     valid: bool

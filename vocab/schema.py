@@ -519,6 +519,16 @@ class GateConfig:
     max_engine_wait_share: float = ranged(0.25, lo=0, hi=1, why="a share of runnable time")
     # |client - server| / server output tokens.
     max_token_mismatch: float = ranged(0.01, lo=0)
+    # Engine stall (workers/signals/stall.py): the longest stretch of the steady-state window
+    # with no token on any stream (the client's own chunk stamps, which never time out) and no
+    # engine step (its token counters rising between two /metrics answers <= 1.5 s apart) must
+    # stay under max(stall_floor_s, stall_itl_multiple x the window's p99 gap between a stream's
+    # chunks, the stall's own gaps left out). An engine stopped 40 s (SIGSTOP) gave a VALID cell
+    # before this gate (issue 45). The floor is for fast engines: an H200 steps in 3-17 ms, so
+    # 2 s is >100 steps that never came. The multiple is for slow ones, whose normal gaps are
+    # long (a CPU engine's prefill steps of up to ~1 s): 10 x their p99 is not a slow step.
+    stall_floor_s: float = ranged(2.0, lo=0, lo_open=True)
+    stall_itl_multiple: float = ranged(10.0, lo=1)
     equivalence: EquivalenceConfig = field(default_factory=EquivalenceConfig)
 
 

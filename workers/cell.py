@@ -139,7 +139,8 @@ def run_cell(
     load = measure(cell, engine, target, plan.measured, processes, marks, served, clock)
     stage.name = "drain after the measured load"
     figures = summarize(load.records, load.delta, load.cpu_s, load.lag, cell.load.concurrency, ctx.gates,
-                        load.server_load, engine_wait_share=load.host.engine_wait_share())  # fmt: skip
+                        load.server_load, load.scrapes_failed_ns,
+                        engine_wait_share=load.host.engine_wait_share())  # fmt: skip
     columns = {
         **figures,
         **load.host.columns(),
@@ -195,6 +196,7 @@ class MeasuredLoad:
     cpu_s: float  # this client's CPU time over the load
     delta: ServerCounters  # the server's counters after the load less those before it
     server_load: list[LoadSample]
+    scrapes_failed_ns: list[int]  # when each /metrics scrape of the server_load sampler failed
     host: HostSampler
     gpu: GpuSampler
     log_end: int  # the engine log's size when the load ended
@@ -229,7 +231,8 @@ def measure(
     log_end = cudagraph_log.log_size(engine.log_path)
     delta = scrape(endpoint.base_url, endpoint.api_key).minus(before)
     hooks_after = read_hook_counters(endpoint.base_url, endpoint.api_key) if marks.hook else None
-    return MeasuredLoad(records, lag, cpu_s, delta, server_load.samples, host, gpu, log_end, hooks_after)
+    sampled = (server_load.samples, server_load.failed_ns)
+    return MeasuredLoad(records, lag, cpu_s, delta, *sampled, host, gpu, log_end, hooks_after)
 
 
 def drain_columns(cell: Cell, engine: Engine, marks: LogMarks, load: MeasuredLoad) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from workers.engine.served import Reuse
 from workers.load import windows
 from workers.load.client import LoopLag, RequestRecord
 from workers.load.prompts import Corpus, Schedule, prompt_seed
-from workers.signals import metrics
+from workers.signals import metrics, stall
 from workers.signals.counters import ServerCounters
 from workers.signals.gates import GateInputs, evaluate
 from workers.signals.server_load import LoadSample
@@ -71,16 +71,20 @@ def summarize(
     concurrency: int,
     gates: GateConfig,
     server_load: list[LoadSample] | None = None,
+    scrapes_failed_ns: list[int] | None = None,
     engine_wait_share: float | None = None,
 ) -> dict[str, Any]:
-    """The cell's figures from its measured requests, the server's counter deltas and its load gauges,
-    with the validity gates' verdict on them."""
+    """The cell's figures from its measured requests, the server's counter deltas and its load gauges
+    (with the times of the scrapes that failed), with the validity gates' verdict on them."""
     done = metrics.ok(records)
     window = windows.steady_window(records, concurrency)
     wall_s = (max(r.end_ns for r in records) - min(r.send_ns for r in records)) / 1e9 if records else 0.0
     checks = stream_checks(records)
     load_columns: dict[str, Any] = server_load_columns(
-        server_load or [], window.start_ns if window else None, window.end_ns if window else None
+        server_load or [],
+        window.start_ns if window else None,
+        window.end_ns if window else None,
+        scrapes_failed_ns,
     )
     figures: dict[str, Any] = {
         "n_requests": len(records),
@@ -98,6 +102,8 @@ def summarize(
         # The client's own in-flight count: held by construction in a closed loop, kept for reference.
         "window_mean_in_flight": windows.mean_in_flight(records, window) if window else None,
         **load_columns,
+        # The longest stretch of the window with no token on any stream and no engine step.
+        **stall.columns(records, server_load or [], window, gates),
         # Every streamed token, errors included: the server counted those too.
         "streamed_output_tokens": sum(streamed_tokens(r) or 0 for r in records),
         **checks,
@@ -140,6 +146,10 @@ def verdict(
         engine_wait_share=engine_wait_share,
         stream_usage_mismatches=figures["stream_usage_mismatches"],
         requests_without_token_ids=figures["requests_without_token_ids"],
+        stall_s=figures["stall_max_s"],
+        stall_limit_s=figures["stall_limit_s"],
+        stall_itl_ms_p99=figures["stall_itl_ms_p99"],
+        scrapes_failed=figures["srv_load_scrape_failures"],
     )
     return evaluate(inputs, gates)
 

@@ -34,6 +34,13 @@ class GateInputs:
     # load, the share they waited for a core (workers/signals/host.py); None: not read
     # (no /proc, or no engine process found), which this gate does not judge.
     engine_wait_share: float | None = None
+    # The longest stretch of the window with no token on any stream and no engine step, and the
+    # limit it is judged against (workers/signals/stall.py); None: no window, not judged here.
+    stall_s: float | None = None
+    stall_limit_s: float | None = None
+    stall_itl_ms_p99: float | None = None
+    # /metrics scrapes inside the window that failed (a stopped server's time out), quoted with a stall.
+    scrapes_failed: int = 0
 
 
 def token_mismatch(client_tokens: float, server_tokens: float | None) -> float | None:
@@ -52,6 +59,18 @@ def concurrency_words(inputs: GateInputs, held: float, gates: GateConfig) -> str
     )
 
 
+def stall_words(inputs: GateInputs, gates: GateConfig) -> str:
+    """The stall, its limit and where the limit came from, what it may have been, and the fix."""
+    itl = "no inter-token gaps" if inputs.stall_itl_ms_p99 is None else f"{inputs.stall_itl_ms_p99:.0f} ms"
+    return (
+        f"engine stalled: no token on any stream and no engine step for {inputs.stall_s or 0:.1f} s inside "
+        f"the window > {inputs.stall_limit_s or 0:.1f} s (max(gates.stall_floor_s={gates.stall_floor_s:g}, "
+        f"{gates.stall_itl_multiple:g} x inter-token p99 {itl})), {inputs.scrapes_failed} /metrics scrapes "
+        "failed in the window: the engine was stopped, swapped out or hung in a step; find what paused it "
+        "(its log, the host's memory and other tenants), then resume to measure the cell again"
+    )
+
+
 def evaluate(inputs: GateInputs, gates: GateConfig) -> dict[str, object]:
     """Gate columns (gate_* booleans), `valid`, and `invalid_reasons` in words.
 
@@ -61,7 +80,9 @@ def evaluate(inputs: GateInputs, gates: GateConfig) -> dict[str, object]:
     against the server's generation_tokens delta. stream tokens: per request,
     the streamed token ids add up to the server's usage.completion_tokens.
     engine not starved: EngineCore's run-queue wait share over the measured load
-    (something else ran on its cores: the client, a neighbour, a hog).
+    (something else ran on its cores: the client, a neighbour, a hog). no stall: the
+    longest stretch of the window with no token on any stream and no engine step, under
+    max(gates.stall_floor_s, gates.stall_itl_multiple x the inter-token p99).
     """
     mismatch = token_mismatch(inputs.client_output_tokens, inputs.server_output_tokens)
     held = (inputs.server_running_mean or 0.0) / inputs.concurrency
@@ -76,6 +97,9 @@ def evaluate(inputs: GateInputs, gates: GateConfig) -> dict[str, object]:
         "gate_stream_tokens": inputs.stream_usage_mismatches == 0 and inputs.requests_without_token_ids == 0,
         "gate_engine_not_starved": inputs.engine_wait_share is None
         or inputs.engine_wait_share <= gates.max_engine_wait_share,
+        "gate_no_stall": inputs.stall_s is None
+        or inputs.stall_limit_s is None
+        or inputs.stall_s <= inputs.stall_limit_s,
     }
     words = {
         "gate_window": f"window {inputs.window_s or 0:.1f} s < {gates.min_window_s} s",
@@ -91,6 +115,7 @@ def evaluate(inputs: GateInputs, gates: GateConfig) -> dict[str, object]:
         f"to their usage, {inputs.requests_without_token_ids} reported no token ids",
         "gate_engine_not_starved": f"engine host threads starved: EngineCore waited for a core "
         f"{inputs.engine_wait_share or 0:.0%} of its runnable time > {gates.max_engine_wait_share:.0%}",
+        "gate_no_stall": stall_words(inputs, gates),
     }
     failed = [words[name] for name, ok in checks.items() if not ok]
     return {

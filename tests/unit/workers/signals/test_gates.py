@@ -36,6 +36,7 @@ def test_a_clean_cell_is_valid():
         ({"loop_lag_p99_ms": 80.0}, "gate_loop_lag", "lag p99 80.0 ms"),
         ({"server_output_tokens": 1020}, "gate_tokens_reconciled", "streamed/server tokens differ by 1.96%"),
         ({"server_output_tokens": 0}, "gate_tokens_reconciled", "server reported no tokens"),
+        ({"stall_s": 40.0, "stall_limit_s": 2.0}, "gate_no_stall", "no engine step for 40.0 s"),
     ],
 )
 def test_each_gate_fails_alone_and_says_why(change, gate, words):
