@@ -565,10 +565,9 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> list[str
     shared = grid_cfg.grid.engine_reuse == "shared"
     if not sets_repeats(cfg.grid_overrides) and saved.is_file():
         record = json.loads(saved.read_text())
-        design = Design(**record["design"])
-        console.print(f"tune size: {design.words()} per stage, as sized "
+        console.print(f"tune size: {Design(**record['design']).words()} per stage, as sized "
                       f"when this tune started ({saved}; delete it to size again)")  # fmt: skip
-        return design_overrides(design, shared)
+        return list(record["grid_overrides"])
     store = store_path(grid_cfg.paths.store, grid_cfg.paths.get("store_options"))
     noise = noise_for(str(store), model.name, ["van", "suffix", "bestkpad", "dynk"], spec)
     costs = tune_costs(priced_stages(cfg, base), shared)
@@ -604,26 +603,40 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> list[str
             f"at this noise no design up to {MAX_LAUNCHES_WORDS} sees a {spec.min_gain:+.0%} lever with "
             f"{spec.power:.0%} power: raise size.min_gain, or cut the noise first (make launch-noise)"
         )
-    formula = design
-    design, simulated = verified_design(design, gain, noise, costs, spec, grid_cfg.grid.anchor.runs,
-                                        cfg.rules.require_equivalence, max_gpu_h=cap)  # fmt: skip
+    formula, runs = design, grid_cfg.grid.anchor.runs
+    design, simulated = verified_design(design, gain, noise, costs, spec, runs, cfg.rules.require_equivalence,
+                                        max_gpu_h=cap)  # fmt: skip
+    extra: list[str] = []
+    if simulated < spec.power and runs < spec.anchor_runs_if_capped:
+        more = spec.anchor_runs_if_capped
+        with_more = costs.with_anchor_runs(more, runs)
+        again = cheapest_design(gain, noise, with_more, spec, shared) or formula
+        tried = verified_design(again, gain, noise, with_more, spec, more, cfg.rules.require_equivalence,
+                                max_gpu_h=cap)  # fmt: skip
+        if tried[1] > simulated:
+            console.print(f"tune size: {runs} anchor runs cap the power at {simulated:.0%} (their band "
+                          f"holds launch noise); grid.anchor.runs={more} reaches {tried[1]:.0%}")  # fmt: skip
+            (design, simulated), formula, runs = tried, again, more
+            extra = [f"grid.anchor.runs={more}"]
     checked = ""
     if not math.isnan(simulated):
-        added = (
-            f", {design.launches - formula.launches} launches added to the formula's"
-            if design != formula
-            else ""
-        )
+        added = design.launches - formula.launches
         checked = (f"; {simulated:.0%} of {spec.verify_draws} tunes simulated through the tune's own code "
-                   f"(drift band, equivalence gate) deployed it{added}")  # fmt: skip
+                   f"(drift band of {runs} anchor runs, equivalence gate) deployed it"
+                   + (f", {added} launches added to the formula's" if added else ""))  # fmt: skip
+        if simulated < spec.power:
+            checked += (
+                f": SHORT of {spec.power:.0%}, raise size.min_gain or cut the noise (make launch-noise)"
+            )
     console.print(f"tune size: {design.words()} per stage, ~{design.gpu_h:.2f} GPU-hours for the tune: "
                   f"{design.power_path:.0%} power to deploy a real {gain:+.0%} lever by the formula "
                   f"({design.power_each:.0%} per test, {spec.tests_on_path} tests){checked}")  # fmt: skip
     saved.parent.mkdir(parents=True, exist_ok=True)
     record = {"design": dataclasses.asdict(design), "noise": dataclasses.asdict(noise), "gain": gain,
               "power": spec.power, "simulated": simulated}  # fmt: skip
+    record["grid_overrides"] = [*design_overrides(design, shared), *extra]
     saved.write_text(json.dumps(record, indent=1))
-    return design_overrides(design, shared)
+    return record["grid_overrides"]
 
 
 def tune(overrides: list[str], console: Console | None = None, replay: bool = False) -> int:

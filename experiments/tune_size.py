@@ -64,6 +64,10 @@ class SizeSpec:
     # the formula leaves out the drift band and the equivalence gate, which cost power. Launches are
     # added until the simulated deploy rate reaches `power`. 0: the formula alone.
     verify_draws: int = 300
+    # Where the experiment's anchor runs cap the power (2 runs: the band is two launches' difference,
+    # which more launches do not shrink), the tune tries this many (the band becomes the anchors'
+    # trend, scaled by the comparison's lag: analysis.drift).
+    anchor_runs_if_capped: int = 9
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,10 @@ class Costs:
 
     def gpu_h(self, launches: int, blocks: int) -> float:
         return launches * (self.per_launch_h + blocks * self.per_block_h) + self.fixed_h
+
+    def with_anchor_runs(self, runs: int, priced_runs: int) -> Costs:
+        """The same tune with `runs` anchor runs a session where these costs priced `priced_runs`."""
+        return Costs(self.per_launch_h, self.per_block_h, self.fixed_h * runs / priced_runs)
 
 
 @dataclass(frozen=True)
@@ -204,20 +212,26 @@ def verified_design(
     spec: SizeSpec,
     anchor_runs: int,
     gate: bool,
-    rate: Callable[..., float] = simulated_deploy_rate,
+    rate: Callable[..., float] | None = None,
     max_gpu_h: float = math.inf,
 ) -> tuple[Design, float]:
     """`design` with launches added (a quarter more each step) until the simulated tune deploys a real
-    `gain` at spec.power, or one step more would cost above `max_gpu_h`; (the design, its simulated
-    rate). Blocks stay as they are: the simulation runs a launch per repeat, so only one-block
-    designs are checked (others come back unchanged, with NaN)."""
+    `gain` at spec.power; (the design, its simulated rate). It stops short where one step more would
+    cost above `max_gpu_h`, past 4 x the formula's launches, or where the rate stops rising (two steps
+    under 2 points: the drift band, not the launches, caps it, and more anchor runs are the cure).
+    Blocks stay as they are: the simulation runs a launch per repeat, so only one-block designs are
+    checked (others come back unchanged, with NaN)."""
     if spec.verify_draws < 1 or design.blocks != 1:
         return design, math.nan
-    launches = design.launches
+    rate = rate or simulated_deploy_rate
+    launches, cap = design.launches, min(MAX_LAUNCHES, 4 * design.launches)
+    flat, last = 0, -1.0
     while True:
         found = rate(gain, noise, launches, anchor_runs, gate, spec.verify_draws)
-        more = min(MAX_LAUNCHES, launches + max(1, launches // 4))
-        if found >= spec.power or launches >= MAX_LAUNCHES or costs.gpu_h(more, 1) > max_gpu_h:
+        flat = flat + 1 if found - last < 0.02 else 0
+        last = found
+        more = min(cap, launches + max(1, launches // 4))
+        if found >= spec.power or more == launches or flat >= 2 or costs.gpu_h(more, 1) > max_gpu_h:
             p = power_by_launch(gain, noise, launches)
             return Design(launches, 1, p, p**spec.tests_on_path, costs.gpu_h(launches, 1)), found
         launches = more

@@ -80,7 +80,8 @@ def test_a_budget_says_which_gain_it_sees():
 
 
 def sized(tmp_path, *extra):
-    cfg = compose_tune(["model=tiny", f"out_dir={tmp_path / 'out'}", "size.verify_draws=0",
+    off = [] if any(e.startswith("size.verify_draws=") for e in extra) else ["size.verify_draws=0"]
+    cfg = compose_tune(["model=tiny", f"out_dir={tmp_path / 'out'}", *off,
                         f'grid_overrides=["paths.store={tmp_path / "store"}","grid.anchor.enabled=true"]',
                         *extra])  # fmt: skip
     return cfg, size_stages(cfg, ModelSpec(name="tiny", path="x"), Console(width=300, record=True))
@@ -150,3 +151,16 @@ def test_the_simulated_rate_is_the_tunes_deploy_rate():
     quiet, loud = Noise(0.01, 0.02, "q"), Noise(0.118, 0.10, "l")
     assert simulated_deploy_rate(0.4, quiet, 4, 2, False, 30) >= 0.9
     assert simulated_deploy_rate(0.1, loud, 3, 2, False, 30) <= 0.2
+
+
+def test_where_two_anchor_runs_cap_the_power_the_tune_asks_for_more(tmp_path, monkeypatch):
+    import experiments.tune_size as tune_size
+
+    def rate(gain, noise, launches, anchor_runs, gate, draws):
+        return 0.6 if anchor_runs == 2 else 0.5 + 0.05 * launches  # two runs' band caps it at 60 %
+
+    monkeypatch.setattr(tune_size, "simulated_deploy_rate", rate)
+    _, overrides = sized(tmp_path, "size.verify_draws=10", "size.sd_launch=0.05", "size.sd_block=0.05")
+    assert "grid.anchor.runs=9" in overrides
+    launches = int(next(o for o in overrides if o.startswith("grid.repeats=")).split("=")[1])
+    assert 0.5 + 0.05 * launches >= 0.8
