@@ -123,8 +123,12 @@ def write_failed_attempt(
     log_tail: str,
     status: str = "failed",
     label: str | None = None,
+    retryable: bool | None = None,
 ) -> Path:
-    """Record a failed (or interrupted) attempt: a manifest only, so no partial rows are ever read."""
+    """Record a failed (or interrupted) attempt: a manifest only, so no partial rows are ever read.
+
+    `retryable`: whether another attempt could succeed (workers/attempts.py), for a failure.
+    """
     folder = layout.attempt_dir(tags["cell_key"], tags["attempt_id"])
     for name in (REQUESTS, SUMMARY, PROBE):
         (folder / name).unlink(missing_ok=True)
@@ -136,6 +140,7 @@ def write_failed_attempt(
             "status": status,
             "schema_version": SCHEMA_VERSION,
             "error": error,
+            **({"retryable": retryable} if retryable is not None else {}),
             "log_tail": log_tail,
             "files": [],
             "written_at": utc_now(),

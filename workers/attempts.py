@@ -15,6 +15,7 @@ from store.layout import MANIFEST, StoreLayout
 from store.space import FULL, STORE_UNUSABLE, store_problem, write_failure
 from store.writer import utc_now, write_failed_attempt
 from vocab.cells import Cell
+from vocab.errors import ConfigError
 from vocab.groups import EngineGroup
 from workers.cell import ENGINE_EXIT_GRACE_S, EngineDied, RequestsRejected, ServerFailed
 from workers.context import CellOutcome, RunContext
@@ -24,6 +25,16 @@ from workers.launch import stored_log_tail
 
 # Lines of the engine's log quoted in the error of a cell whose engine died.
 DEATH_LOG_LINES = 5
+# Failures another attempt meets again: a config, name or corpus that is wrong (ConfigError, and
+# CorpusChanged among them: a retry reads the same bytes), requests the server refuses (HTTP 4xx,
+# the cell's own configuration). All else may pass on another engine: one that died, a network
+# error, a timeout, a lost worker.
+NOT_RETRYABLE = (ConfigError, RequestsRejected)
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether another attempt could get past `exc` (see NOT_RETRYABLE)."""
+    return not isinstance(exc, NOT_RETRYABLE)
 
 
 def failed_cell(
@@ -51,13 +62,14 @@ def failed_cell(
     detail = error + (f"\nwhat failed next: {symptom}" if followed else "")
     detail += "\n" + traceback.format_exc(limit=3)
     tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
-    note = record_failure(layout, tags, detail, log_tail(engine.log_path), label=cell.label)
+    again = bool(lost) or retryable(exc)  # an engine that died is the cause, whatever followed
+    note = record_failure(layout, tags, detail, log_tail(engine.log_path), label=cell.label, retryable=again)
     # A disk that filled while the results were written stops the run even when the probe's few
     # bytes still fit (run.min_store_free_mb=0): another engine start would fill it again.
     full = store_full(ctx.store_root, exc)
     if full or ((isinstance(exc, OSError) or note) and (full := store_problem(ctx.store_root, 0))):
         return CellOutcome(cell.key, cell.label, attempt_id, "failed", full, stops_run=True)
-    return CellOutcome(cell.key, cell.label, attempt_id, "failed", error + note)
+    return CellOutcome(cell.key, cell.label, attempt_id, "failed", error + note, retryable=again)
 
 
 def log_lines_before_death(path: Path, lines: int = DEATH_LOG_LINES) -> str:
@@ -114,15 +126,16 @@ def cell_error(exc: Exception, symptom: str) -> str:
     return str(exc) if isinstance(exc, ServerFailed | RequestsRejected) else symptom
 
 
-def record_lost(group: EngineGroup, ctx: RunContext, error: str) -> list[CellOutcome]:
-    """Failed attempts for cells whose worker never reported (actor or node lost)."""
+def record_lost(group: EngineGroup, ctx: RunContext, error: str, retryable: bool = True) -> list[CellOutcome]:
+    """Failed attempts for cells whose worker never reported (actor or node lost), or that no node
+    can ever hold (`retryable` False)."""
     layout = StoreLayout(ctx.store_root)
     logs = sorted(
         layout.logs_dir(ctx.session_id).glob(f"{group.spec.key}-*.log"),
         key=lambda p: p.stat().st_mtime,
     )
     tail = stored_log_tail(logs[-1]) if logs else ""
-    return [fail_cell(layout, ctx, cell, error, tail) for cell in group.cells]
+    return [fail_cell(layout, ctx, cell, error, tail, retryable) for cell in group.cells]
 
 
 def record_interrupted(
@@ -181,21 +194,25 @@ def record_failure(
     tail: str,
     status: str = "failed",
     label: str | None = None,
+    retryable: bool | None = None,
 ) -> str:
     """Write a failed manifest; '' on success, else a note that it could not be written.
 
     A store that is full or unwritable must not turn one failed cell into a dead worker.
     """
     try:
-        write_failed_attempt(layout, tags, error, tail, status, label)
+        write_failed_attempt(layout, tags, error, tail, status, label, retryable)
     except OSError as exc:
         return f" (and the failure could not be recorded in the store: {type(exc).__name__}: {exc})"
     return ""
 
 
-def fail_cell(layout: StoreLayout, ctx: RunContext, cell: Cell, error: str, tail: str) -> CellOutcome:
+def fail_cell(
+    layout: StoreLayout, ctx: RunContext, cell: Cell, error: str, tail: str, retryable: bool = True
+) -> CellOutcome:
     """Record a failed attempt of `cell` with `error` (its first line in the outcome) and a log tail."""
     attempt_id = ctx.new_attempt_id()
     tags = {"session_id": ctx.session_id, "cell_key": cell.key, "attempt_id": attempt_id}
-    note = record_failure(layout, tags, error, tail, label=cell.label)
-    return CellOutcome(cell.key, cell.label, attempt_id, "failed", error.splitlines()[0] + note)
+    note = record_failure(layout, tags, error, tail, label=cell.label, retryable=retryable)
+    first = error.splitlines()[0]
+    return CellOutcome(cell.key, cell.label, attempt_id, "failed", first + note, retryable=retryable)

@@ -61,3 +61,7 @@ class CellOutcome:
     # An ok cell's validity verdict and its reasons (workers/signals/gates.py), for the driver's line.
     valid: bool | None = None
     invalid_reasons: str | None = None
+    # Whether another attempt could succeed (an engine that died or would not start, a lost worker,
+    # a timeout): False where a retry meets the same failure (a changed corpus, a bad config,
+    # requests the server refuses), which the driver then does not retry (workers/attempts.py).
+    retryable: bool = True

@@ -10,12 +10,14 @@ workers/attempts.py records what did not finish.
 
 from __future__ import annotations
 
+import dataclasses
+
 from store.layout import StoreLayout
 from store.phases import PhaseBoard
 from store.space import store_problem
 from store.writer import write_ok_attempt
 from vocab.cells import Cell
-from vocab.errors import EngineError
+from vocab.errors import ConfigError, EngineError
 from vocab.groups import EngineGroup
 from workers.attempts import died_earlier, fail_cell, failed_cell, record_interrupted, record_lost, store_full
 from workers.cell import CellStage, engine_processes, ensure_alive, run_cell
@@ -30,6 +32,7 @@ from workers.launch import (
     missing_plugin,
     ready_for_cell,
 )
+from workers.load.prompts import CorpusChanged, check_planned_file, corpus_file
 from workers.summary import summary_row
 
 # What the driver, the tests and the benchmarks take from here; each lives in one of the parts.
@@ -59,13 +62,37 @@ def run_group(group: EngineGroup, ctx: RunContext) -> list[CellOutcome]:
     # Never spend an engine start on a store that cannot take the results.
     if (problem := store_problem(ctx.store_root, ctx.min_store_free_bytes)) is not None:
         return [CellOutcome(c.key, c.label, "", "failed", problem, stops_run=True) for c in group.cells]
+    # Nor on cells whose corpus this node reads as other bytes than the driver planned.
+    unplanned = [fail_cell(StoreLayout(ctx.store_root), ctx, c, line, "", retryable=False)
+                 for c in group.cells if (line := corpus_changed(c, ctx)) is not None]  # fmt: skip
+    failed = {o.cell_key for o in unplanned}
+    group = dataclasses.replace(group, cells=tuple(c for c in group.cells if c.key not in failed))
+    if not group.cells:
+        return unplanned
     board = PhaseBoard(ctx.store_root, ctx.session_id, log.stored.stem)
     try:
-        return run_launch(group, engine, ctx, log, board)
+        return unplanned + run_launch(group, engine, ctx, log, board)
     finally:
         board.clear()
         engine.stop()
         log.upload()
+
+
+def corpus_changed(cell: Cell, ctx: RunContext) -> str | None:
+    """`CorpusChanged: node ...` when this node's copy of the cell's corpus is not the planned bytes.
+
+    A corpus that cannot be found or read here is left to the cell (run_cell), which says so.
+    """
+    planned = ctx.corpus_sha256.get(cell.corpus.name)
+    try:
+        check_planned_file(
+            corpus_file(ctx.data_dir, cell.corpus.path, ctx.cache_dir, planned), cell.corpus.name, planned
+        )
+    except CorpusChanged as exc:
+        return f"{type(exc).__name__}: {exc}"
+    except (ConfigError, OSError):
+        return None
+    return None
 
 
 def run_launch(
@@ -78,8 +105,8 @@ def run_launch(
         ready_s = engine.start()
     except EngineError as exc:
         return [fail_cell(layout, ctx, cell, str(exc), log_tail(log.path)) for cell in group.cells]
-    if (missing := missing_plugin(group, log.path)) is not None:
-        return [fail_cell(layout, ctx, cell, missing, log_tail(log.path)) for cell in group.cells]
+    if (missing := missing_plugin(group, log.path)) is not None:  # an install's fault: not retried
+        return [fail_cell(layout, ctx, cell, missing, log_tail(log.path), False) for cell in group.cells]
     version = engine_version(engine.endpoint.base_url, engine.endpoint.api_key)
     launch = LaunchState(ready_s)
     outcomes: list[CellOutcome] = []

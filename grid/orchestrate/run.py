@@ -498,7 +498,8 @@ def launch(
             redraw()
             # A store refusal is the run's stop: its reason comes once, at the end.
             if outcome.status == "failed" and not outcome.stops_run:
-                progress.console.print(f"[red]attempt failed[/] {outcome.label}: {outcome.error}")
+                final = "" if outcome.retryable else " (not retried: a retry cannot fix it)"
+                progress.console.print(f"[red]attempt failed[/] {outcome.label}: {outcome.error}{final}")
             elif outcome.status == "ok" and not progress.console.is_terminal:
                 # A log has no live bar: one line per settled cell, so it shows the run moving.
                 progress.console.print(cell_line(outcome, counts, total), soft_wrap=True)

@@ -5,7 +5,9 @@ group (all its GPUs on one node); its actor starts `vllm serve` (mp backend) as
 a child and runs the group's cells in turn. Largest bundles are submitted
 first, a bounded number are in flight, completions are taken with ray.wait.
 Retries are the driver's: Ray never restarts an actor or retries a task, and
-failed cells go back on the queue as a smaller group, up to max_attempts.
+failed cells go back on the queue as a smaller group, up to max_attempts; only
+those whose failure another attempt could get past (CellOutcome.retryable: not a
+changed corpus, a bad config, refused requests, a group no node can hold).
 """
 
 from __future__ import annotations
@@ -284,10 +286,8 @@ def _run_phase(
         outcomes.extend(results)
         if not stop and (fatal := next((o for o in results if o.stops_run), None)):
             stop.reason = fatal.error
-        failed = {o.cell_key for o in results if o.status != "ok"}
-        if failed and launch.attempt < max_attempts:
-            cells = tuple(c for c in launch.group.cells if c.key in failed)
-            queue.append(Launch(dataclasses.replace(launch.group, cells=cells), launch.attempt + 1))
+        if (again := retry(launch, results, max_attempts)) is not None:
+            queue.append(again)
 
     def stop_now() -> Stopped:
         engines = len(in_flight)
@@ -299,7 +299,7 @@ def _run_phase(
         while queue and len(in_flight) < limit:
             launch = queue.popleft()
             if reason := unplaceable(launch.group, ray_cfg):
-                settle(launch, record_lost(launch.group, ctx, f"unplaceable: {reason}"))
+                settle(launch, record_lost(launch.group, ctx, f"unplaceable: {reason}", retryable=False))
                 continue
             if leases is not None:  # only the cells no other driver is measuring
                 if (held := leases.take(launch.group)) is None:
@@ -322,6 +322,16 @@ def _run_phase(
     if stop:
         raise stop_now()
     return outcomes
+
+
+def retry(launch: Launch, results: list[CellOutcome], max_attempts: int) -> Launch | None:
+    """The launch's next attempt: its cells that failed in a way another attempt could get past
+    (CellOutcome.retryable), while attempts are left; None when there is nothing to retry."""
+    failed = {o.cell_key for o in results if o.status != "ok" and o.retryable}
+    if not failed or launch.attempt >= max_attempts:
+        return None
+    cells = tuple(c for c in launch.group.cells if c.key in failed)
+    return Launch(dataclasses.replace(launch.group, cells=cells), launch.attempt + 1)
 
 
 def within(seconds: float, work: Callable[[], None]) -> bool:

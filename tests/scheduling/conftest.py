@@ -45,6 +45,8 @@ def inputs(tmp_path):
     models = tmp_path / "models"
     (models / "SmolLM2-135M-Instruct").mkdir(parents=True)
     (models / "SmolLM2-135M-Instruct" / "config.json").write_text("{}")
+    # Preflight wants a weights file beside it (the stand-in engine reads neither).
+    (models / "SmolLM2-135M-Instruct" / "model.safetensors").write_bytes(b"")
     data = tmp_path / "data"
     (data / "corpora").mkdir(parents=True)
     for name in ("code_complete", "chat_bench"):

@@ -3,12 +3,14 @@
 The driver hashes every corpus before launch; here the code_complete file is
 changed after that and before the workers read it, as a node with its own,
 different copy would read it. Its cells fail with one line naming the node,
-the corpus, both hashes and the fix; chat_bench's cells, whose file is the
-planned one, are measured and carry their corpus's hash.
+the corpus, both hashes and the fix, once (a retry would read the same bytes);
+chat_bench's cells, whose file is the planned one, are measured and carry their
+corpus's hash.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -37,12 +39,15 @@ def test_a_node_with_another_corpus_stops_its_cells_and_the_others_run(
         return real_launch(phases, ctx, *rest, **kwargs)
 
     monkeypatch.setattr(grid.orchestrate.run, "launch", launch_after_a_change)
-    with open(os.devnull, "w") as sink:
-        assert run(stub_overrides(inputs, cluster, "run.max_attempts=1"), Console(file=sink, width=160)) == 1
+    shown = io.StringIO()
+    # Two attempts allowed, one made: a retry reads the same bytes (issue 45 item 6).
+    assert run(stub_overrides(inputs, cluster, "run.max_attempts=2"), Console(file=shown, width=400)) == 1
     changed = content_sha256(corpora / "code_complete.jsonl")
     found, _ = attempts(inputs / "store")
     failed = [a for a in found if a.status == "failed"]
     assert len(failed) == 2 and all(a.status == "ok" for a in found if a not in failed)
+    assert len({a.cell_key for a in failed}) == 2, "a changed corpus was retried"
+    assert shown.getvalue().count("not retried: a retry cannot fix it") == 2
     for attempt in failed:
         line = attempt.error.splitlines()[0]
         assert line.startswith(f"CorpusChanged: node {socket.gethostname()}: corpus 'code_complete' (")

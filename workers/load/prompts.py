@@ -155,6 +155,12 @@ def check_planned(
     )
 
 
+def check_planned_file(path: Path, name: str, planned: str | None, node: str | None = None) -> None:
+    """check_planned on a corpus's bytes before it is read (before an engine starts for its cells)."""
+    if planned is not None:
+        check_planned(Corpus([], sha256=content_sha256(path)), name, path, planned, node)
+
+
 def read_corpus(path: Path, format: str = "auto", skip_bad_rows: bool = False) -> Corpus:
     """Read a built corpus or a bring-your-own trace (JSONL, Parquet, save_to_disk folder).
 
