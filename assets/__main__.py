@@ -24,8 +24,38 @@ from store.fs import StoreError, StorePath, os_error_line, redact
 from vocab.errors import ConfigError, GridError
 from vocab.paths import data_path, project_path
 
+# The config keys this command reads (the rest of the config is composed, and checked, but unused).
+READS = (
+    "paths.models_dir",
+    "paths.data_dir",
+    "paths.cache_dir",
+    "paths.store_options",
+    "engine.max_model_len",
+    "load.max_tokens",
+)
+
+
+def usage() -> str:
+    """`python -m assets --help`: this module's docstring and the keys it reads, with their meanings."""
+    from vocab.cli_reference import help_lines
+
+    keys = help_lines(["paths", "engine", "load"], only=set(READS))
+    return "\n".join(
+        [
+            "usage: python -m assets [--only NAME,...] [key=value ...]",
+            "",
+            (__doc__ or "").strip(),
+            "",
+            "keys it reads (section.key=value; all of them: docs/cli.md):",
+            *keys,
+        ]
+    )
+
 
 def main(argv: list[str]) -> int:
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(usage())
+        return 0
     try:
         only, argv = only_corpora(argv)
         corpora.check_only(only)  # a misspelt name before minutes of model conversion, not after

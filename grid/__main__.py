@@ -138,13 +138,11 @@ def config_keys() -> str:
 
 
 def section_keys(section: str) -> list[str]:
-    """`load: num_prompts, max_tokens, ...`: a config section's keys, from its dataclass, wrapped."""
-    from vocab.schema import Config
+    """A config section's keys, each with its meaning (the first sentence of its comment in
+    vocab/schema.py, vocab/cli_reference.py), its subsections' after them; wrapped."""
+    from vocab.cli_reference import help_lines
 
-    kind = next(f.type for f in fields(Config) if f.name == section)
-    schema = vars(sys.modules[Config.__module__])[kind] if isinstance(kind, str) else kind
-    keys = ", ".join(f.name for f in fields(schema))
-    return textwrap.wrap(f"{section}: {keys}", 100, initial_indent="  ", subsequent_indent="    ")
+    return help_lines([section])
 
 
 def usage() -> str:
@@ -169,7 +167,7 @@ def command_usage(name: str) -> str:
     lines += ["", "examples:"]
     for args, what in command.examples:
         lines += [f"  {PY} {name} {args}".rstrip(), f"      {what}"]
-    lines += ["", COMMON, config_keys(), "", "keys it reads (section.key=value):"]
+    lines += ["", COMMON, config_keys(), "", "keys it reads (section.key=value; all of them: docs/cli.md):"]
     lines += [line for section in command.sections for line in section_keys(section)]
     lines += [f"README.md, section '{command.readme}'."]
     return "\n".join(lines)

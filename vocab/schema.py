@@ -114,14 +114,17 @@ CORPUS_FORMATS = ("auto", "jsonl", "json", "parquet", "hf_disk")
 class ModelSpec:
     """One model: where its weights are and how it is served."""
 
+    # The model's name in the grid (grid.models) and in every cell's label; equals its file's name.
     name: str = MISSING
     # Local path or hub id of the weights; this project downloads none.
     path: str = nonempty(MISSING)
     # Tokenizer path when it differs from `path` (e.g. dummy-weight models).
     tokenizer: str | None = None
-    # 0: not stated.
+    # Parameters in billions, for tables and the plan; 0: not stated.
     params_b: float = ranged(0.0, lo=0)
+    # Weights' dtype as vLLM's --dtype takes it (engine.dtype, when set, overrides it).
     dtype: str = one_of("auto", *DTYPES)
+    # Whether the model is a mixture of experts (recorded with its cells; see active_params_b).
     moe: bool = False
     # Tensor-parallel degree: GPUs per engine (1 on CPU).
     tp: int = ranged(1, lo=1, why="tp is the GPUs one engine spans")
@@ -133,6 +136,7 @@ class ModelSpec:
     active_params_b: float | None = ranged(None, lo=0)
     # Expected output tok/s at the study's load, for `plan`'s cost model only.
     expected_tok_per_s: float | None = ranged(None, lo=0, lo_open=True, why="plan divides by it")
+    # Arguments added to `vllm serve` for this model only.
     extra_args: list[str] = field(default_factory=list)
 
 
@@ -140,7 +144,9 @@ class ModelSpec:
 class LeverSpec:
     """One lever: the engine arguments and environment it adds to a launch."""
 
+    # The lever's name in the grid (grid.levers) and in every cell's label; equals its file's name.
     name: str = MISSING
+    # One line on what the lever does, for tables and the report.
     description: str = ""
     # Speculative method (vLLM `speculative_config.method`), None = no drafts.
     spec_method: str | None = None
@@ -158,7 +164,9 @@ class LeverSpec:
     compilation: dict[str, Any] = field(default_factory=dict)
     # Merged into `--speculative-config` besides method and K.
     speculative_extra: dict[str, Any] = field(default_factory=dict)
+    # Arguments added to `vllm serve` for this lever only.
     extra_args: list[str] = field(default_factory=list)
+    # Environment variables set for the engine process of this lever.
     env: dict[str, str] = field(default_factory=dict)
 
 
@@ -166,13 +174,16 @@ class LeverSpec:
 class CorpusSpec:
     """One prompt corpus: a JSONL file of prompts built by `python -m assets`."""
 
+    # The corpus's name in the grid (grid.corpora) and in every cell's label.
     name: str = MISSING
     # `chat` sends messages to /v1/chat/completions; `completions` a raw prompt.
     endpoint: str = one_of("chat", "chat", "completions")
+    # Where the prompts come from (a dataset or a URL), for the corpus table.
     source: str = ""
+    # The prompts' licence, shown by `python -m grid corpus`.
     license: str = ""
-    # Relative paths resolve against `paths.data_dir`. A file (JSONL, Parquet)
-    # or a folder written by Hugging Face `save_to_disk`.
+    # The prompts: a file (JSONL, Parquet) or a folder written by Hugging Face `save_to_disk`;
+    # relative paths resolve against `paths.data_dir`.
     path: str = nonempty(MISSING)
     # auto (from the path: folder = hf_disk, .parquet = parquet, else jsonl),
     # jsonl, parquet or hf_disk. Row shapes: workers/load/traces.py.
@@ -186,21 +197,26 @@ class CorpusSpec:
 class LoadSpec:
     """How the client drives the engine for one cell."""
 
+    # Requests the client keeps in flight at once (closed loop).
     concurrency: int = ranged(
         32,
         lo=1,
         hi=MAX_CONCURRENCY,
         why="one socket per request in flight, all in one client process: see MAX_CONCURRENCY",
     )
+    # Most output tokens per request (the request's max_tokens).
     max_tokens: int = ranged(8192, lo=1)
     # Prompts per measured run, distinct and new to the engine: a corpus with
     # fewer than warmup_requests + num_prompts distinct prompts stops the run
     # before launch (see allow_repeats; grid.num_prompts sizes it per corpus).
     num_prompts: int = ranged(256, lo=1)
+    # Requests sent before the measured ones, to warm the engine; never measured.
     warmup_requests: int = ranged(32, lo=0)
+    # Sampling temperature of every request (0: greedy, which the equivalence gate compares).
     temperature: float = ranged(
         0.0, lo=0, why="vLLM answers a negative temperature with HTTP 400, so every request would fail"
     )
+    # Seed of the measured prompts' draw and order (each repeat draws from it and its repeat number).
     seed: int = ranged(0, lo=0, hi=2**31 - 1, why="stored with every cell in an integer column")
     # Sent as `ignore_eos`, so every request generates exactly max_tokens.
     ignore_eos: bool = False
@@ -209,6 +225,7 @@ class LoadSpec:
     # requests reused a prompt its engine had served (prompts_reused*). Not in
     # the cell key: where nothing repeats, the measurement is the same either way.
     allow_repeats: bool = False
+    # Seconds one request may take before it counts as failed.
     request_timeout_s: float = ranged(600.0, lo=0, lo_open=True)
     # Ask vLLM for each chunk's token ids (`return_token_ids`), so tokens in
     # the window are counted exactly even when one chunk carries several.
@@ -237,16 +254,21 @@ class EngineConfig:
 
     # argv prefix before the model path, e.g. [vllm, serve] on GPU machines.
     command: list[str] = field(default_factory=lambda: ["vllm", "serve"])
-    # Values may use {python} and {prefix} (the harness's sys.executable / sys.prefix).
+    # Environment of every engine process; values may use {python} and {prefix} (the harness's
+    # sys.executable / sys.prefix).
     env: dict[str, str] = field(default_factory=dict)
     # Overrides every model's dtype when set (the CPU engine is slow in bf16
     # on processors without AVX512-BF16).
     dtype: str | None = one_of(None, *DTYPES)
+    # Pass --enforce-eager: no CUDA graphs (the CPU engine, debugging).
     enforce_eager: bool = False
+    # vLLM's --gpu-memory-utilization; None leaves vLLM's default.
     gpu_memory_utilization: float | None = ranged(
         0.85, lo=0, hi=1, lo_open=True, why="the share of each GPU's memory vLLM may take"
     )
+    # vLLM's --max-model-len: prompt plus output tokens per request at most.
     max_model_len: int = ranged(16384, lo=1)
+    # vLLM's --max-num-seqs; None leaves vLLM's default.
     max_num_seqs: int | None = ranged(None, lo=1)
     # Decode batch size that FULL CUDA graphs must cover under speculative
     # decoding: capture size >= (1+K) x this (usually the load's concurrency).
@@ -255,8 +277,11 @@ class EngineConfig:
     # (512 on Hopper; 1024 on Blackwell, set it there), so levers compared at one
     # K launch with the same ceiling and none loses graphs vLLM would have captured.
     cudagraph_capture_floor: int = ranged(512, lo=0)
+    # Seconds the engine may take to answer /health before its launch counts as failed.
     start_timeout_s: float = ranged(900.0, lo=0, lo_open=True)
+    # Seconds the engine's process group gets to exit after SIGTERM before SIGKILL.
     stop_timeout_s: float = ranged(30.0, lo=0, lo_open=True)
+    # Arguments added to every `vllm serve` of the grid.
     extra_args: list[str] = field(default_factory=list)
     # Site-wide `--compilation-config` settings, merged under each lever's own
     # (the lever wins on a clash), e.g. a fusion this cluster's interconnect
@@ -270,10 +295,13 @@ class AnchorSpec:
     """The cell every session runs at its start, at its end and (runs > 2) evenly in between: the
     trend of its runs across the session is the session's drift band (analysis/drift.py)."""
 
+    # Run the anchor cell (false: no drift band, so no decision can be made).
     enabled: bool = True
-    # None: the grid's first model / first corpus.
+    # The anchor's model; None: the grid's first model.
     model: str | None = None
+    # The anchor's lever.
     lever: str = "van"
+    # The anchor's corpus; None: the grid's first corpus.
     corpus: str | None = None
     # Anchor runs per session, each on an engine launch of its own: 2 (start, end) cannot tell
     # drift from launch noise, so the band is their difference; >= 3 fit a trend with an interval.
@@ -312,12 +340,16 @@ class SequentialSpec:
 class GridSpec:
     """The grid: every combination of these names is a cell."""
 
+    # Model names (conf/model/<name>.yaml or +model.<name>...): one axis of the grid.
     models: list[str] = field(default_factory=list)
+    # Corpus names (conf/corpus/<name>.yaml or +corpus.<name>.path=...): one axis of the grid.
     corpora: list[str] = field(default_factory=list)
+    # Lever names (conf/lever/<name>.yaml): one axis of the grid, each at each of its K values.
     levers: list[str] = field(default_factory=list)
     # Replaces a lever's own K list, per lever: e.g. {bestkpad: [4, 8]} in YAML,
     # `+grid.ks.bestkpad=[4,8]` on the command line.
     ks: dict[str, list[int]] = field(default_factory=dict, metadata=within(lo=1, why=K_WHY))
+    # Measured runs of every cell (x van is judged from 2 on).
     repeats: int = ranged(1, lo=1)
     # Measured prompts per corpus where it differs from load.num_prompts, e.g.
     # {chat_bench: 46} for a corpus too small for the study's load: every
@@ -361,8 +393,11 @@ class PathsConfig:
     # How to reach a URL store, never credentials (those come from the environment / AWS config):
     # e.g. {endpoint_override: "minio.local:9000", scheme: http, region: us-east-1}.
     store_options: dict[str, str] = field(default_factory=dict)
+    # Scratch space on each node: corpora fetched from a URL data_dir and built before upload, engine files.
     cache_dir: str = nonempty(".cache")
+    # Where `python -m assets` writes the corpora and corpus paths resolve (a folder or a URL).
     data_dir: str = nonempty(".cache/data")
+    # Where `python -m assets` writes the embedded model and the dummy-weight models.
     models_dir: str = nonempty(".cache/models")
     # The user's config folders, searched before the shipped conf/ (a file there
     # with a shipped name replaces it): filled in by grid.config.compose from
@@ -372,6 +407,8 @@ class PathsConfig:
 
 @dataclass
 class RayConfig:
+    """Where the engines run and how many at once (grid/orchestrate/schedule.py)."""
+
     # None: the job's cluster under `ray job submit`, else a new local cluster;
     # "auto": the cluster `ray start` runs on this machine; or "host:port".
     address: str | None = None
@@ -390,9 +427,11 @@ class RayConfig:
 class NodeSpec:
     """A kind of node in a cluster description used by `plan`."""
 
-    # 0: an entry left out (see grid/checks/preflight.py: node_problems).
+    # Nodes of this kind; 0: an entry left out (see grid/checks/preflight.py: node_problems).
     count: int = ranged(1, lo=0)
+    # GPUs per node of this kind.
     gpus: int = ranged(8, lo=0)
+    # CPUs per node of this kind.
     cpus: int = ranged(128, lo=0)
 
 
@@ -400,7 +439,9 @@ class NodeSpec:
 class ClusterSpec:
     """What the grid runs on; `plan` checks bundles fit and prices GPU-hours."""
 
+    # The cluster's name, as `cluster=<name>` picks conf/cluster/<name>.yaml.
     name: str = "local"
+    # The GPU model (e.g. H200), for the plan's and report's headings; None on CPU.
     gpu_type: str | None = None
     # Empty = whatever `ray.init()` finds (the local default).
     nodes: list[NodeSpec] = field(default_factory=list)
@@ -424,7 +465,9 @@ class PlanConfig:
     # them (grid/plan/store_costs.py fills the two tables below): `plan.from_store=false` uses the
     # figures above only. plan.rates still wins over a measured rate.
     from_store: bool = True
+    # Seconds from launch to ready per model, measured in the store (filled by plan.from_store).
     measured_start_s: dict[str, float] = field(default_factory=dict, metadata=within(lo=0))
+    # Output tok/s per model, measured in the store's VALID cells (filled by plan.from_store).
     measured_rates: dict[str, float] = field(
         default_factory=dict, metadata=within(lo=0, lo_open=True, why="plan divides by it")
     )
@@ -489,11 +532,14 @@ class EquivalenceConfig:
     # (0: off). Not part of the measurement; it feeds the gate for quantised
     # levers, which cannot match van token for token.
     probe_prompts: int = ranged(16, 0)
+    # Top-k prompt logprobs the probe asks for per token.
     probe_top_k: int = ranged(5, 1, 20, why="vLLM's default limit on logprobs is 20")
-    # Quantised levers pass when both hold against van on the probe text.
+    # Quantised levers pass when both hold against van on the probe text: top-k agreement at least
+    # this, and mean KL at most max_kl_nats.
     # Starting points, not yet calibrated on a real W4A4 checkpoint: compare
     # with van against itself (noise_floor_kl_nats in the verdicts).
     min_topk_agreement: float = ranged(0.9, 0, 1)
+    # Largest mean KL divergence (nats) from van on the probe text a quantised lever may have.
     max_kl_nats: float = ranged(0.1, 0)
 
 
@@ -501,7 +547,9 @@ class EquivalenceConfig:
 class GateConfig:
     """Thresholds of the validity gates (workers/signals/gates.py); a cell is VALID iff all pass."""
 
+    # Shortest steady-state window (all `concurrency` requests streaming) a VALID cell has.
     min_window_s: float = ranged(30.0, lo=0)
+    # Fewest requests completed inside the window for a VALID cell.
     min_requests: int = ranged(32, lo=0)
     # Time-weighted mean in-flight / target concurrency, inside the window.
     min_concurrency_held: float = ranged(0.95, lo=0, hi=1, why="a share of the target concurrency")
@@ -517,7 +565,7 @@ class GateConfig:
     # cores at its own priority 0.40-0.48 (4 cells); a busy EngineCore on the H200
     # ~0.0003 (<= 1.5 ms per ~6 s window, 2026-12-02).
     max_engine_wait_share: float = ranged(0.25, lo=0, hi=1, why="a share of runnable time")
-    # |client - server| / server output tokens.
+    # Largest |client - server| / server output tokens in the window.
     max_token_mismatch: float = ranged(0.01, lo=0)
     # Engine stall (workers/signals/stall.py): the longest stretch of the steady-state window
     # with no token on any stream (the client's own chunk stamps, which never time out) and no
@@ -528,6 +576,7 @@ class GateConfig:
     # 2 s is >100 steps that never came. The multiple is for slow ones, whose normal gaps are
     # long (a CPU engine's prefill steps of up to ~1 s): 10 x their p99 is not a slow step.
     stall_floor_s: float = ranged(2.0, lo=0, lo_open=True)
+    # A stall must stay under this many times the window's inter-token p99 (see stall_floor_s).
     stall_itl_multiple: float = ranged(10.0, lo=1)
     equivalence: EquivalenceConfig = field(default_factory=EquivalenceConfig)
 
@@ -545,8 +594,8 @@ class RunConfig:
     # A cell measured INVALID (a validity gate failed) runs again on resume;
     # true keeps it as measured.
     keep_invalid: bool = False
-    # ...but at most this many times: a cell INVALID for a structural reason (a
-    # corpus too small to fill the steady window: chat_bench on the H200, 2026-12-01)
+    # Reruns of a cell INVALID on resume at most (keep_invalid=false): a cell INVALID for a
+    # structural reason (a corpus too small to fill the steady window: chat_bench on the H200, 2026-12-01)
     # stays INVALID however often it runs. After that it is kept, and named.
     invalid_reruns: int = ranged(1, lo=0)
     # Room the store must have before each engine start (store/space.py); a store
@@ -564,6 +613,9 @@ class RunConfig:
 
 @dataclass
 class Config:
+    """One experiment's whole config, as conf/config.yaml and the overrides compose it."""
+
+    # The experiment's name: its report, its status scope and its confirmation record go by it.
     name: str = "unnamed"
     grid: GridSpec = field(default_factory=GridSpec)
     engine: EngineConfig = field(default_factory=EngineConfig)

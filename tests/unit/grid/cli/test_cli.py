@@ -130,18 +130,23 @@ def test_status_table_keeps_labels_and_statuses_whole(tmp_path, width):
 
 
 def test_each_commands_help_lists_the_keys_of_the_sections_it_reads(capsys):
-    """Issue 31: the keys come from the schema, so a key added there shows in `--help` at once."""
+    """Issue 31: the keys come from the schema, so a key added there shows in `--help` at once;
+    issue 47: each with its meaning (the first sentence of its comment in vocab/schema.py)."""
     from dataclasses import fields
 
     from grid.__main__ import COMMANDS
+    from vocab.cli_reference import first_sentence
     from vocab.schema import LoadSpec, RunConfig
 
     assert main(["run", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())  # unwrapped
+    assert "load.max_tokens Most output tokens per request" in out
+    assert "run.keep_invalid A cell measured INVALID (a validity gate failed) runs again on resume" in out
     for schema, section in ((LoadSpec, "load"), (RunConfig, "run")):
-        assert f"{section}: " + ", ".join(f.name for f in fields(schema)) in out
+        assert all(f" {section}.{f.name} " in out for f in fields(schema)), section
+    assert first_sentence(LoadSpec.__doc__ or "") in out
     for name, command in COMMANDS.items():
         assert main([name, "--help"]) == 0
         text = capsys.readouterr().out
-        assert "keys it reads (section.key=value):" in text
+        assert "keys it reads (section.key=value" in text
         assert all(f"\n  {section}: " in text for section in command.sections), name
