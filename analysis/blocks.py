@@ -47,8 +47,8 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import t as student_t
 
+from analysis.decision import t_quantile
 from analysis.repeats import valid_only
 from analysis.variance import block_of
 
@@ -157,9 +157,10 @@ def interval(logs: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, f
 
 
 def _exp_interval(mean: float, se: float, df: float, confidence: float) -> tuple[float, float, float]:
+    """exp(mean +- t_{(1+confidence)/2, df} x se): analysis.decision's t quantile, not a second one."""
     if not df >= 1:
         return math.exp(mean), math.nan, math.nan
-    half = float(student_t.ppf(0.5 + confidence / 2, df)) * se
+    half = t_quantile(0.5 + confidence / 2, df) * se
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 

@@ -96,4 +96,14 @@ def model_line(measured: pd.DataFrame) -> str:
             spec = {}
         where = spec.get("path") or spec.get("hf_id") or spec.get("id")
         named.setdefault(str(model), where)
-    return "models: " + ", ".join(f"{m} ({w})" if w else m for m, w in sorted(named.items()))
+    return "models: " + ", ".join(f"{m} ({where_shown(w)})" if w else m for m, w in sorted(named.items()))
+
+
+def where_shown(path: str) -> str:
+    """A model path as a reader can follow it: `{models_dir}/X` (the placeholder conf/model/*.yaml uses,
+    expanded on each node by workers/engine/args.py) is `X in paths.models_dir`."""
+    placeholder = "{models_dir}"
+    if path.startswith(placeholder):
+        rest = path[len(placeholder) :].lstrip("/")
+        return f"{rest} in paths.models_dir" if rest else "paths.models_dir"
+    return path.replace(placeholder, "paths.models_dir")

@@ -20,7 +20,7 @@ from rich.console import Console
 from analysis import blocks, variance
 from analysis.decision import judge
 from analysis.drift import band_by_lag, session_drift, split_anchors
-from analysis.load import anchor_runs, cell_label, invalid_left_out, left_out
+from analysis.load import LATEST, anchor_runs, cell_label, invalid_left_out, left_out
 from analysis.medians import lever_medians
 from analysis.repeats import aggregate_repeats
 from store.read import connect, has_view
@@ -58,7 +58,7 @@ def latest_cells(root: Path, session_id: str | None = None, checksums: bool = Tr
     where = "WHERE session_id = $sid" if session_id else ""
     frame = con.execute(
         f"""SELECT * FROM cells {where}
-            QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY attempt_id DESC) = 1""",
+            QUALIFY {LATEST.format(key="cell_key")}""",
         {"sid": session_id} if session_id else {},
     ).df()
     measured = set(frame["cell_key"])

@@ -50,6 +50,7 @@ from analysis.equivalence import (
     judge_distribution,
     judge_paired,
 )
+from analysis.load import LATEST
 from store.atomic import write_parquet
 from store.layout import REQUESTS, StoreLayout
 from store.read import connect, damaged, has_view
@@ -105,8 +106,8 @@ def latest_runs(root: Path) -> tuple[pd.DataFrame, dict[str, dict[str, str]], Pr
     if not (has_view(con, "cells") and has_view(con, "requests")):
         return pd.DataFrame(), {}, {}
     cells = con.execute(
-        """SELECT * FROM cells
-           QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY attempt_id DESC) = 1"""
+        f"""SELECT * FROM cells
+           QUALIFY {LATEST.format(key="cell_key")}"""
     ).df()
     config = cells["config_json"].map(json.loads)
     for name in ("num_prompts", "seed", "temperature"):

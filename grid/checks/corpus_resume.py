@@ -19,6 +19,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from analysis.load import LATEST
 from grid.checks.prompt_audit import CorpusKey, CorpusRead, corpus_key
 from store.fs import StoreRoot
 from store.read import connect, has_view
@@ -67,7 +68,7 @@ def done_rows(root: StoreRoot, keys: Iterable[str]) -> dict[str, DoneRow]:
     rows = con.execute(
         f"""SELECT cell_key, session_id, {", ".join(picked)} FROM cells
             WHERE list_contains($keys, cell_key)
-            QUALIFY row_number() OVER (PARTITION BY cell_key ORDER BY attempt_id DESC) = 1""",
+            QUALIFY {LATEST.format(key="cell_key")}""",
         {"keys": wanted},
     ).fetchall()
     return {key: DoneRow(session, sha, measured) for key, session, sha, measured in rows}
