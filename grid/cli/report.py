@@ -10,7 +10,6 @@ to <store>/reports/store.html.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 from analysis.decision import CONFIDENCE
 from grid.config.compose import check_run_mode, compose_config, names_a_grid
 from grid.config.expand import to_config
-from grid.orchestrate.ledger import DAMAGED, DONE, FAILED, INTERRUPTED, INVALID, PENDING, Ledger, build_ledger
+from grid.orchestrate.ledger import DONE, INVALID, Ledger, build_ledger, counts_words
 from store.atomic import write_atomic
 from store.layout import StoreLayout
 from vocab.errors import GridError
@@ -67,16 +66,16 @@ def _write_report(overrides: list[str]) -> tuple[Path, list[str]]:
 
 
 def state_line(ledger: Ledger, keys: Collection[str] | None) -> str:
-    """'cells: done 30 (VALID), invalid 1 (left out of every figure), ...' in the states of
-    grid/orchestrate/ledger.py, over the experiment's cells (`keys`) or every cell the store holds
-    (None: no pending count)."""
-    keys = list(ledger.states) if keys is None else list(keys)
-    counts = Counter(ledger.status(k) for k in keys)
+    """'31 cells: done 30 (VALID), invalid 1 (...), ...; 4 anchor runs: done 4' in the states of
+    grid/orchestrate/ledger.py (counts_words, as run and status say them), over the experiment's
+    cells (`keys`) or every cell the store holds (None: no pending count); anchor runs apart."""
+    grid = keys is not None
+    anchors = set(ledger.anchor_keys())
+    keys = list(keys) if keys is not None else list(ledger.states)
+    cells = [k for k in keys if k not in anchors]
+    notes = {DONE: "VALID", INVALID: "measured, a validity gate failed: left out of every figure"}
     return (
-        f"cells: done {counts[DONE]} (VALID), invalid {counts[INVALID]} (measured, a validity gate "
-        f"failed: left out of every figure), failed {counts[FAILED]}, interrupted {counts[INTERRUPTED]}, "
-        f"damaged {counts[DAMAGED]}"
-        + (f", pending {counts[PENDING]}" if counts[PENDING] else "")
+        counts_words(ledger.counts(cells, pending=grid), ledger.counts(anchors.intersection(keys)), notes)
         + " (grid/orchestrate/ledger.py's states, as run and status count them)."
     )
 

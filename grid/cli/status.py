@@ -18,6 +18,8 @@ from grid.config.compose import check_run_mode, compose_config, names_a_grid, po
 from grid.config.expand import expand, to_config
 from grid.orchestrate.lease import unreadable_leases
 from grid.orchestrate.ledger import (
+    ANCHOR_MARK,
+    COUNTED,
     DAMAGED,
     DONE,
     FAILED,
@@ -26,8 +28,10 @@ from grid.orchestrate.ledger import (
     MEASURED,
     PENDING,
     build_ledger,
+    counts_words,
     resume_fate,
 )
+from grid.plan.anchor import anchor_cells
 from store.fs import redact
 from store.lease import all_leases
 from vocab.console import Col, make_console, print_table, write_rows
@@ -42,6 +46,10 @@ NOT_DONE_COLUMNS = [
     Col("attempts"),
     Col("last error", "left", no_wrap=False, fold=True),
 ]
+
+
+# "cells not done" shows this many (a grid of thousands fits a screen); format=json / csv list all.
+NOT_DONE_SHOWN = 20
 
 
 class Named(NamedTuple):
@@ -60,7 +68,58 @@ def store_cells(ledger: Any, measured: pd.DataFrame) -> list[Named]:
         from_rows = {row["cell_key"]: cell_label(row) for row in fields}
     named = [Named(key, state.label or from_rows.get(key) or key) for key, state in ledger.states.items()]
     # Drift-anchor runs are not cells of the grid (`run` counts them apart): left out here too.
-    return sorted((n for n in named if "/anchor-" not in n.label), key=lambda n: (n.label, n.key))
+    return sorted((n for n in named if ANCHOR_MARK not in n.label), key=lambda n: (n.label, n.key))
+
+
+class Scope(NamedTuple):
+    """What status counts: the grid's cells, its anchor runs, and the rest the store holds."""
+
+    cells: list[Named]
+    anchors: list[str]  # anchor-run keys
+    others: list[str]  # keys of cells of another grid or experiment (none without a grid)
+
+
+def scope_of(config: Any, ledger: Any, cells: list[Named], grid: bool) -> Scope:
+    """The grid's anchor runs (its own anchor cells, else every one the store holds) and, for a
+    grid, what else the store holds."""
+    if not grid:
+        return Scope(cells, ledger.anchor_keys(), [])
+    anchors = [c.key for c in anchor_cells(config) or ()]
+    mine = {c.key for c in cells} | set(anchors) | set(ledger.anchor_keys())
+    return Scope(cells, anchors, [key for key in ledger.states if key not in mine])
+
+
+def model_of(label: str) -> str:
+    """A cell label's model: its first part (`tiny/suffix-k8/chat_bench/r0`)."""
+    return label.split("/", 1)[0]
+
+
+def by_model(ledger: Any, cells: list[Named], pending: bool) -> list[list[str]]:
+    """One row per model: the model, then its cells' count in each state."""
+    models: dict[str, list[str]] = {}
+    for cell in cells:
+        models.setdefault(model_of(cell.label), []).append(cell.key)
+    rows = []
+    for model, keys in models.items():
+        counts = ledger.counts(keys, pending)
+        rows.append([model, str(len(keys)), *(f"{counts[s]:,}" for s in counts)])
+    return rows
+
+
+def elsewhere_words(ledger: Any, scope: Scope, root: Any) -> str | None:
+    """'the store also holds 4 cells of another grid or experiment (done 3, invalid 1): ...'."""
+    if not scope.others:
+        return None
+    counts = ledger.counts(scope.others, pending=False)
+    said = ", ".join(f"{state} {n}" for state, n in counts.items() if n)
+    return (
+        f"the store also holds {plural(len(scope.others), 'cell')} of another grid or experiment ({said}): "
+        f"`python -m grid status paths.store={redact(str(root))}` lists every cell it holds"
+    )
+
+
+def plural(n: int, one: str) -> str:
+    return f"{n:,} {one}{'' if n == 1 else 's'}"
 
 
 def status(overrides: list[str], console: Console | None = None, checksums: bool = True) -> int:
@@ -88,12 +147,13 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
     else:
         cells = [Named(c.key, c.label) for c in expand(config)]
     labels = {c.key: c.label for c in cells}
+    where = scope_of(config, ledger, cells, scope is not None)
     if fmt == "json":
-        json.dump(status_record(scope, cells, ledger, root, checksums), sys.stdout, indent=2)
+        json.dump(status_record(scope, where, ledger, root, checksums), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     if fmt in ("csv", "md"):  # every cell, one row each, as format=json's "cells"
-        record = status_record(scope, cells, ledger, root, checksums)["cells"]
+        record = status_record(scope, where, ledger, root, checksums)["cells"]
         headers = ["label", "key", "status", "attempts", "last_error"]
         write_rows(fmt, headers, [[c[h] for h in headers] for c in record], sys.stdout)
         return 0
@@ -102,19 +162,25 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
     for problem in ledger.problems:
         label = labels.get(damaged[problem].cell_key) if problem in damaged else None
         console.print(f"[yellow]store:[/] {f'{label}: ' if label else ''}{problem}")
-    counts = Counter(ledger.status(c.key) for c in cells)
+    grid = scope is not None
     invalid_note = invalid_words(ledger, cells, config.run.keep_invalid, config.run.invalid_reruns)
     what = (
-        f"experiment {scope}: {len(cells)} cells"
-        if scope is not None
-        else f"store {redact(str(root))}: {len(cells)} cells (all it holds; experiment=... for a grid's)"
+        f"experiment {scope}"
+        if grid
+        else f"store {redact(str(root))} (all it holds; experiment=... for a grid's)"
     )
-    console.print(
-        f"{what}: done {counts[DONE]}, "
-        f"invalid {counts[INVALID]} ({invalid_note}), failed {counts[FAILED]}, "
-        f"interrupted {counts[INTERRUPTED]}, damaged {counts[DAMAGED]} ({resume_fate(DAMAGED)})"
-        + (f", pending {counts[PENDING]}" if scope is not None else "")
-    )
+    counts = ledger.counts([c.key for c in cells], pending=grid)
+    anchors = ledger.counts(where.anchors, pending=grid)
+    notes = {INVALID: invalid_note, DAMAGED: resume_fate(DAMAGED)}
+    console.print(f"{what}: {counts_words(counts, anchors, notes)}")
+    if len(cells) > 1:
+        states = [s for s in COUNTED if grid or s != PENDING]
+        columns = [Col("model", "left"), Col("cells"), *(Col(s) for s in states)]
+        print_table(
+            console, "cells by model and state", columns, by_model(ledger, cells, grid), [], "format=json"
+        )
+    if (line := elsewhere_words(ledger, where, root)) is not None:
+        console.print(line)
     now = time.time()
     for lease in all_leases(root):
         # Of the store's cells, a lease on one with no attempt yet is named by its key.
@@ -157,7 +223,14 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
             rows.append([cell.label, cell.key, ledger.status(cell.key), str(state.attempts if state else 0),
                          last_error(state)])  # fmt: skip
     if rows:
-        print_table(console, "cells not done", NOT_DONE_COLUMNS, rows, ["key"], "format=json")
+        title = (
+            "cells not done" if len(rows) <= NOT_DONE_SHOWN else f"cells not done: the first {NOT_DONE_SHOWN}"
+        )
+        print_table(console, title, NOT_DONE_COLUMNS, rows[:NOT_DONE_SHOWN], ["key"], "format=json")
+        if len(rows) > NOT_DONE_SHOWN:
+            console.print(
+                f"... and {len(rows) - NOT_DONE_SHOWN:,} more not done (every one: format=json or format=csv)"
+            )
     return 0
 
 
@@ -179,15 +252,18 @@ def last_error(state: Any) -> str:
     return (state.last_error or "").splitlines()[0][:120] if state and state.last_error else ""
 
 
-def status_record(
-    name: str | None, cells: list[Named], ledger: Any, root: Any, checksums: bool
-) -> dict[str, Any]:
+def status_record(name: str | None, where: Scope, ledger: Any, root: Any, checksums: bool) -> dict[str, Any]:
     """`status format=json`: the experiment (null: every cell of the store), the store, counts by
-    status, every cell (label, key, status, attempts, last error), the store's problems and the
-    leases other drivers hold."""
+    status (of its cells; of each model's; of its anchor runs, apart; of the cells of other grids
+    the store holds), every cell (label, key, status, attempts, last error), the store's problems
+    and the leases other drivers hold."""
+    cells = where.cells
     counts = Counter(ledger.status(c.key) for c in cells)
     keys = {c.key for c in cells}
     now = time.time()
+    models: dict[str, list[str]] = {}
+    for cell in cells:
+        models.setdefault(model_of(cell.label), []).append(cell.key)
     return {
         "experiment": name,
         "store": redact(str(root)),
@@ -196,6 +272,10 @@ def status_record(
             "cells": len(cells),
             **{s: counts[s] for s in (DONE, INVALID, FAILED, INTERRUPTED, DAMAGED, PENDING)},
         },
+        "counts_by_model": {model: ledger.counts(mine) for model, mine in models.items()},
+        "anchor_runs": {"runs": len(where.anchors), **ledger.counts(where.anchors)},
+        # Cells of another grid or experiment in the same store (empty without a grid: all are counted).
+        "elsewhere": {"cells": len(where.others), **ledger.counts(where.others, pending=False)},
         "problems": list(ledger.problems),
         "leases": [
             {

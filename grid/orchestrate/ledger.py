@@ -16,6 +16,7 @@ count, and the cell runs again. Nothing here is kept in memory between runs.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from store.fs import StoreRoot
@@ -35,6 +36,35 @@ NOT_DONE = (FAILED, INTERRUPTED, DAMAGED)
 # Measured (an ok attempt with whole files), VALID or not: a later failure never undoes it, and a
 # dead driver's lease on it is removed rather than taken over (grid/orchestrate/lease.py clear_stale_on_done).
 MEASURED = (DONE, INVALID)
+
+
+# The order every count of states is said in (run's closing line, status, the report's note).
+COUNTED = (DONE, INVALID, FAILED, INTERRUPTED, DAMAGED, PENDING)
+# A drift-anchor run's label ends so (grid/plan/anchor.py): it is counted apart from the grid's cells.
+ANCHOR_MARK = "/anchor-"
+
+
+def counts_words(
+    cells: Mapping[str, int],
+    anchor_runs: Mapping[str, int] | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> str:
+    """'4 cells: done 3, invalid 1, failed 0, interrupted 0; 2 anchor runs: done 2': the one way run,
+    status and the report count states. Cells: every state `cells` has, in COUNTED's order, with
+    its note where it is not 0; anchor runs (never cells of the grid) apart, their states that are not 0."""
+    notes = notes or {}
+    total = sum(cells.values())
+    said = [
+        f"{state} {cells[state]}" + (f" ({notes[state]})" if state in notes and cells[state] else "")
+        for state in COUNTED
+        if state in cells
+    ]
+    text = f"{total} cell{'s' if total != 1 else ''}: {', '.join(said)}"
+    runs = sum((anchor_runs or {}).values())
+    if runs:
+        shown = [f"{state} {anchor_runs[state]}" for state in COUNTED if (anchor_runs or {}).get(state)]
+        text += f"; {runs} anchor run{'s' if runs != 1 else ''}: {', '.join(shown)}"
+    return text
 
 
 def attempt_state(status: str, valid: bool | None) -> str:
@@ -102,6 +132,15 @@ class Ledger:
     def status(self, cell_key: str) -> str:
         state = self.states.get(cell_key)
         return state.status if state else PENDING
+
+    def counts(self, keys: Iterable[str], pending: bool = True) -> dict[str, int]:
+        """The cells `keys` by state, every state of COUNTED (pending only where `pending`)."""
+        states = [self.status(key) for key in keys]
+        return {state: states.count(state) for state in COUNTED if pending or state != PENDING}
+
+    def anchor_keys(self) -> list[str]:
+        """The drift-anchor runs the store holds (by the label their manifests record)."""
+        return [key for key, state in self.states.items() if ANCHOR_MARK in (state.label or "")]
 
     def invalid_runs(self, cell_key: str) -> int:
         state = self.states.get(cell_key)

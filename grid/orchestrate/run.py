@@ -35,6 +35,7 @@ from grid.orchestrate.ledger import (
     Ledger,
     attempt_state,
     build_ledger,
+    counts_words,
     kept_invalid,
     resume_fate,
     select,
@@ -258,14 +259,23 @@ def conclude(
         console.print(share)
     # Cells another driver leased (or measured meanwhile): that driver's to measure, not pending here.
     elsewhere = {k: why for k, why in leases.skipped.items() if k not in final}
-    counts = cell_counts(final, sum(len(g.cells) for groups in phases for g in groups) - len(elsewhere))
-    console.print(
-        ", ".join(f"{name} {n}" for name, n in counts.items())
-        + f", skipped {len(cells) - len(todo)}"
-        + (f", left to other drivers {len(elsewhere)}" if elsewhere else "")
-        + f" ({runs_words(len(todo), anchor_count(phases))}; attempts {len(outcomes)})"
-    )
     cells_by_key = {c.key: c for groups in phases for g in groups for c in g.cells}
+    # Cells and anchor runs counted apart, as status and the report count them (ledger.counts_words).
+    anchor_keys = {key for key, cell in cells_by_key.items() if cell.anchor}
+    grid_counts = cell_counts(
+        {k: o for k, o in final.items() if k not in anchor_keys},
+        len(cells_by_key) - len(anchor_keys) - len(elsewhere.keys() - anchor_keys),
+    )
+    anchor_counts = cell_counts(
+        {k: o for k, o in final.items() if k in anchor_keys}, len(anchor_keys - elsewhere.keys())
+    )
+    counts = {name: n + anchor_counts[name] for name, n in grid_counts.items()}
+    console.print(
+        counts_words(grid_counts, anchor_counts)
+        + f"; skipped {len(cells) - len(todo)} (in the store)"
+        + (f", left to other drivers {len(elsewhere)}" if elsewhere else "")
+        + f" (attempts {len(outcomes)})"
+    )
     for key, why in elsewhere.items():
         named = cells_by_key[key].label if key in cells_by_key else key
         console.print(f"[yellow]left to another driver[/] {named}: {why}")
@@ -343,7 +353,7 @@ def cell_counts(final: dict[str, CellOutcome], todo: int) -> dict[str, int]:
     """Cells (not attempts; `todo` counts the anchors too) by their last attempt, in the states of
     grid/orchestrate/ledger.py: done (VALID), invalid, failed, interrupted; pending = never reached."""
     states = [attempt_state(o.status, o.valid) for o in final.values()]
-    counts = {name: states.count(name) for name in (DONE, FAILED, INVALID, INTERRUPTED)}
+    counts = {name: states.count(name) for name in (DONE, INVALID, FAILED, INTERRUPTED)}
     return {**counts, "pending": todo - len(final)}
 
 

@@ -36,7 +36,8 @@ def test_only_a_store_gives_its_cells_by_label_and_no_pending(tmp_path):
     console = Console(record=True, width=300)
     assert status([f"paths.store={tmp_path}"], console) == 0
     out = console.export_text()
-    assert "2 cells (all it holds; experiment=... for a grid's): done 1," in out
+    assert "(all it holds; experiment=... for a grid's): 2 cells: done 1," in out
+    assert "; 1 anchor run: done 1" in out  # counted apart, as run counts it
     assert "failed 1," in out and "pending" not in out
     assert failed.label in out and "engine exited" in out
     assert "anchor-start" not in out

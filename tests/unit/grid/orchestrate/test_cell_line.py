@@ -64,9 +64,9 @@ def test_conclude_prints_the_closing_line_counting_its_anchor_runs(tmp_path):
         overrides, config, cells, cells, phases, ctx, outcomes, Stop(), leases, Console(file=out, width=100)
     )
     text = out.getvalue()
-    closing = " ".join(text[text.rfind("done ") :].split())  # the closing line, however it wrapped
+    closing = " ".join(text[text.rfind("8 cells: ") :].split())  # the closing line, however it wrapped
     assert code == 0, out.getvalue()
     assert closing == (
-        "done 10, failed 0, invalid 0, interrupted 0, pending 0, skipped 0 "
-        "(10 runs: 8 cells + 2 anchor runs; attempts 10)"
+        "8 cells: done 8, invalid 0, failed 0, interrupted 0, pending 0; 2 anchor runs: done 2; "
+        "skipped 0 (in the store) (attempts 10)"
     )

@@ -78,7 +78,7 @@ def test_conclude_names_each_invalid_cell_with_its_reason_and_exits_1(tmp_path):
     )  # fmt: skip
     text = out.getvalue()
     assert code == 1, text
-    assert "done 0, failed 0, invalid 2, interrupted 0, pending 0" in text
+    assert "2 cells: done 0, invalid 2, failed 0, interrupted 0, pending 0" in text
     assert f"INVALID {cells[0].label}: window 2.1 s < 10 s (measured again on resume)" in text
 
 
