@@ -65,7 +65,10 @@ def latest_cells(root: Path, session_id: str | None = None, checksums: bool = Tr
     frame, _ = split_anchors(frame)  # drift anchors are analysed apart (analysis of drift), not as cells
     if "replicate" in frame.columns:  # van replicates are the equivalence gate's noise floor
         frame = frame[~frame["replicate"].fillna(False).astype(bool)]
-    van = frame[frame["lever"] == "van"][["model", "corpus", "repeat", "output_tok_per_s"]]
+    if "valid" not in frame.columns:
+        frame["valid"] = None
+    # van's validity comes along: a ratio over an INVALID van cell says so on its row (pair_flag).
+    van = frame[frame["lever"] == "van"][["model", "corpus", "repeat", "output_tok_per_s", "valid"]]
     frame = frame.merge(van, on=["model", "corpus", "repeat"], how="left", suffixes=("", "_van"))
     frame["speedup_vs_van"] = frame["output_tok_per_s"] / frame["output_tok_per_s_van"]
     frame = frame.sort_values(["model", "corpus", "lever", "k"]).reset_index(drop=True)
@@ -153,11 +156,31 @@ def cell_rows(frame: pd.DataFrame) -> list[list[str]]:
 
 
 def _x_van_cell(row: object) -> str:
-    """One cell's ratio to van's is one pair: never judged, said in the same row (and INVALID too)."""
+    """One cell's ratio to van's is one pair: never judged, said in the same row, and so is an
+    INVALID cell on either side of it (pair_flag)."""
     text = _fmt(getattr(row, "speedup_vs_van", None), 2)
     if text == "-":
         return text
-    return text + " n=1 not judged" + (" INVALID" if getattr(row, "valid", True) is False else "")
+    flag = pair_flag(row._asdict() if hasattr(row, "_asdict") else vars(row))
+    return text + " n=1 not judged" + (f", {flag}" if flag else "")
+
+
+def _invalid(value: object) -> bool:
+    """A `valid` that is False (numpy's too); None / NaN: not recorded, not INVALID."""
+    return value is not None and not pd.isna(value) and not bool(value)  # type: ignore[arg-type]
+
+
+def pair_flag(row: dict) -> str | None:
+    """Which side of speedup_vs_van is INVALID, in words ('van cell INVALID', 'this cell INVALID',
+    'this cell and its van cell INVALID'); None when neither is or there is no ratio."""
+    ratio = row.get("speedup_vs_van")
+    if ratio is None or pd.isna(ratio):
+        return None
+    mine = _invalid(row.get("valid"))
+    van = _invalid(row.get("valid_van")) and row.get("lever") != "van"
+    if mine and van:
+        return "this cell and its van cell INVALID"
+    return "van cell INVALID" if van else "this cell INVALID" if mine else None
 
 
 def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[str] | None = None) -> None:
@@ -294,7 +317,7 @@ def _records(table: pd.DataFrame) -> list[dict]:
 # never judged); x_van is the configuration's ratio over its repeats, judged by analysis/decision.py.
 RATIO_COMPANIONS = {
     "speedup_vs_van": ("speedup_vs_van_n", "speedup_vs_van_ci_lo", "speedup_vs_van_ci_hi",
-                       "speedup_vs_van_verdict"),
+                       "speedup_vs_van_verdict", "speedup_vs_van_invalid"),
     "x_van": ("x_van_n", "x_van_n_van", "x_van_ci_lo", "x_van_ci_hi", "x_van_label", "x_van_verdict",
               "x_van_noise_terms"),
 }  # fmt: skip
@@ -335,7 +358,8 @@ def pair_verdict(row: dict) -> str | None:
     ratio = row.get("speedup_vs_van")
     if ratio is None or pd.isna(ratio):
         return None
-    return ONE_PAIR + ("; this cell is INVALID" if row.get("valid") is False else "")
+    flag = pair_flag(row)
+    return ONE_PAIR + (f"; {flag}" if flag else "")
 
 
 def x_van_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -376,6 +400,7 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
     out["speedup_vs_van_n"] = [None if pair_verdict(r) is None else 1 for r in pairs]
     out["speedup_vs_van_ci_lo"] = out["speedup_vs_van_ci_hi"] = None  # one pair: no interval
     out["speedup_vs_van_verdict"] = [pair_verdict(r) for r in pairs]
+    out["speedup_vs_van_invalid"] = [pair_flag(r) for r in pairs]
     out[["x_van", *RATIO_COMPANIONS["x_van"]]] = x_van_columns(frame)
     for name in EXPORT_COLUMNS:
         if name not in out.columns:
