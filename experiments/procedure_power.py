@@ -188,6 +188,7 @@ class Row:
     gpu_hours: float = math.nan  # mean GPU-hours per tune (+20 %), priced as grid plan does (LaunchCosts)
     power_draws: int = 0
     anchor_runs: int = 2
+    power_40: float = math.nan  # +40 % on every drafting lever (issue 44: deployed >= 95 %)
 
     @property
     def meets(self) -> bool:
@@ -273,6 +274,7 @@ def procedure_row(
 
     null = run("null", 0.0, draws)
     gain10, gain20 = run("+10%", 0.10, power_draws), run("+20%", 0.20, power_draws)
+    gain40 = run("+40%", 0.40, power_draws)
     confirmed = [o for o in gain10 if not math.isnan(o.confirm_lo)]
     covered = sum(o.confirm_lo <= 1.10 <= o.confirm_hi for o in confirmed)
     return Row(
@@ -290,6 +292,7 @@ def procedure_row(
         float(np.mean([costs.tune_hours(o) for o in gain20])) if costs else math.nan,
         power_draws,
         anchor_runs,
+        sum(o.deployed in DRAFTING for o in gain40) / power_draws,
     )
 
 
@@ -321,15 +324,16 @@ def procedure_table(rows: Sequence[Row]) -> str:
     lines = [
         "| noise | gate | w4a4 stage | n | anchor runs | launches per tune | GPU-h per tune "
         "| false deploy (nothing works) "
-        "| chosen before confirmation | deploys a drafting lever at +10% | at +20% "
+        "| chosen before confirmation | deploys a drafting lever at +10% | at +20% | at +40% "
         "| confirmation interval covers 1.10 | meets |",
-        "|---|---|:---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "|---|---|:---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r.noise} | {r.gate} | {'yes' if r.w4a4 else 'no'} | {r.n} | {r.anchor_runs}"
             f" | {r.launches:.0f} | {r.gpu_hours:.1f} | {r.false_deploy:.1%} | {r.false_candidate:.1%}"
-            f" | {r.power_10:.1%} | {r.power_20:.1%} | {r.coverage:.1%} | {'yes' if r.meets else 'no'} |"
+            f" | {r.power_10:.1%} | {r.power_20:.1%} | {r.power_40:.1%} | {r.coverage:.1%}"
+            f" | {'yes' if r.meets else 'no'} |"
         )
     return "\n".join(lines)
 
@@ -382,15 +386,31 @@ class RowSpec:
     anchor_runs: int = 2
 
 
+# Issue 44's target once the launch noise is cut: 5 % between launches (the drafting levers' target),
+# the block term as the H200 measured it.
+TARGET_LAUNCHES = ProcedureNoise(
+    "target launches (launch 5%, block 10%), offset 5%", 0.10, 0.10, 0.02, 0.05, launch=0.05
+)
+# The designs experiments/tune_size.py sizes for a real +20 % (size.min_gain=0.2, the gpu_validate
+# plan on one H200, size.verify_draws=300): (launches per stage, anchor runs) per noise.
+SIZED_20 = {TARGET_LAUNCHES.name: (8, 9), H200_LAUNCHES.name: (17, 9)}
+
+
 def table_rows(repeats: int) -> list[RowSpec]:
     """The rows `make power` prints, the gate on as the tune runs it: the default noise and the H200's
-    launches at `repeats` per stage and the anchor's default 2 runs, and the H200 at the budgets that
-    issue 37 asks for (+20 %, then +10 %, deployed >= 80 %): more repeats and 9 anchor runs."""
+    launches at `repeats` per stage and the anchor's default 2 runs, the H200 at the budgets that
+    issue 37 asks for (+20 %, then +10 %, deployed >= 80 %): more repeats and 9 anchor runs, and the
+    designs the tune sizes itself for +20 % (SIZED_20) at the H200's launches and at issue 44's target."""
+    sized = [
+        RowSpec(noise, SIZED_20[noise.name][0], gate=GATE_ON, anchor_runs=SIZED_20[noise.name][1])
+        for noise in (H200_LAUNCHES, TARGET_LAUNCHES)
+    ]
     return [
         RowSpec(NOISES[0], repeats, gate=GATE_ON),
         RowSpec(H200_LAUNCHES, repeats, gate=GATE_ON),
         RowSpec(H200_LAUNCHES, 15, gate=GATE_ON, anchor_runs=9),
         RowSpec(H200_LAUNCHES, 45, gate=GATE_ON, anchor_runs=9),
+        *sized,
     ]
 
 
@@ -417,6 +437,15 @@ def target_lines(rows: Sequence[Row]) -> list[str]:
             f"target: +{gain:.0%} deployed >= {MIN_POWER:.0%} under {noise}: {verdict}"
             f" ({power(best):.1%} at {budget})"
         )
+    for noise in (H200_LAUNCHES.name, TARGET_LAUNCHES.name):
+        sized = [r for r in rows if r.noise == noise and (r.n, r.anchor_runs) == SIZED_20[noise]]
+        for r in sized:
+            met = r.power_20 >= MIN_POWER and r.power_40 >= 0.95 and r.meets
+            lines.append(
+                f"target (issue 44): the tune sized for +20 % under {noise} deploys +20 % >= {MIN_POWER:.0%}"
+                f" and +40 % >= 95 %: {'met' if met else 'NOT met'} ({r.power_20:.1%}, {r.power_40:.1%},"
+                f" false deploy {r.false_deploy:.1%}, {r.gpu_hours:.1f} GPU-h per tune)"
+            )
     return lines
 
 
