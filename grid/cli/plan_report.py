@@ -71,6 +71,7 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
         )
     phases = [anchor_groups[:1], launch_order(groups, config.plan), anchor_groups[1:]]
     found = inspect(config, [g for phase in phases for g in phase])
+    window = window_warnings(costs, config, {row.corpus: row.distinct_available for row in found.audit})
     return {
         "experiment": config.name,
         "cluster": config.cluster.name,
@@ -82,7 +83,7 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
         "skipped": [asdict(s) for s in expansion.skipped],
         "corpora": prompt_rows(found),
         "prompt_fit": [fit.row() for fit in found.fits],
-        "warnings": found.problems,
+        "warnings": [*found.problems, *window],
         "cost_model": {
             "formula": "(engine_start_s + (num_prompts + warmup_requests) x max_tokens x output_fill "
             "/ rate per cell) x gpus; the drift anchor's two launches (grid.anchor) included",
@@ -90,6 +91,34 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
             "load": asdict(config.load),
         },
     }
+
+
+def window_warnings(costs: list[GroupCost], config: Any, distinct: dict[str, int]) -> list[str]:
+    """Per model and corpus, a warning where its prompts cannot fill gates.min_window_s at the
+    expected rate (grid/plan/window_fix.py plan_warning), with the override that would."""
+    from grid.plan.window_fix import Measured, plan_warning
+
+    said: dict[tuple[str, str], str | None] = {}
+    for cost in costs:
+        for cell in cost.group.cells:
+            key = (cell.engine_spec.model.name, cell.corpus.name)
+            if key in said:
+                continue
+            m = Measured(
+                corpus=cell.corpus.name,
+                reasons="",
+                window_s=None,
+                output_tok_per_s=cost.rate_tok_per_s,
+                mean_output_tokens=cell.load.max_tokens * config.plan.output_fill,
+                num_prompts=cell.load.num_prompts,
+                warmup_requests=cell.load.warmup_requests,
+                concurrency=cell.load.concurrency,
+                max_tokens=cell.load.max_tokens,
+                distinct_prompts=distinct.get(cell.corpus.name),
+            )
+            line = plan_warning(m, cost.rate_source, config.gates.min_window_s, config.gates.min_requests)
+            said[key] = f"{key[0]}: {line}" if line else None
+    return [line for line in said.values() if line]
 
 
 REUSE_MODES = ("auto", "per_spec", "shared")

@@ -87,3 +87,32 @@ def fix_line(m: Measured, min_window_s: float, min_requests: int) -> str | None:
         f"fix: a larger corpus: {room}; its answers end before load.max_tokens={m.max_tokens} "
         f"(mean {m.mean_output_tokens:.0f} tokens), so a larger max_tokens would not lengthen them; {shorter}"
     )
+
+
+def planned_window_s(
+    num_prompts: int, concurrency: int, tok_per_s: float, mean_output_tokens: float
+) -> float:
+    """The steady window a cell should get at an expected rate: (prompts - concurrency) / requests
+    completed per second (module doc), 0 where the prompts do not exceed the concurrency."""
+    per_s = tok_per_s / mean_output_tokens
+    return max(num_prompts - concurrency, 0) / per_s
+
+
+def plan_warning(m: Measured, rate_source: str, min_window_s: float, min_requests: int) -> str | None:
+    """`grid plan`'s warning for a corpus whose prompts cannot fill the window at the expected rate
+    (`m.output_tok_per_s`, from `rate_source`), with the override that would; None when they do."""
+    if not m.output_tok_per_s or not m.mean_output_tokens:
+        return None
+    window = planned_window_s(m.num_prompts, m.concurrency, m.output_tok_per_s, m.mean_output_tokens)
+    if window >= min_window_s:
+        return None
+    planned = Measured(**{**m.__dict__, "reasons": f"window {window:.1f} s < {min_window_s:g} s"})
+    fix = fix_line(planned, min_window_s, min_requests)
+    if not fix:
+        return None
+    return (
+        f"corpus '{m.corpus}': {m.num_prompts} measured prompts at concurrency {m.concurrency} fill about "
+        f"{window:.1f} s of the {min_window_s:g} s window (gates.min_window_s) at {m.output_tok_per_s:,.0f} "
+        f"tok/s ({rate_source}), so its cells would be INVALID; "
+        + fix.replace("at the measured", "at the expected")
+    )
