@@ -53,7 +53,8 @@ from analysis.simulated_sessions import (
     SimulatedSessions,
 )
 from experiments.decide import KEEP, Decision, TuneRules
-from experiments.tune import STAGES, Tune, TuneConfig, confirm, deployment, procedure
+from experiments.tune_procedure import STAGES, Tune, TuneConfig, confirm, deployment, procedure
+from experiments.tune_size import Noise as SizedNoise
 from grid.config.catalog import CONF_DIR, load_spec
 from vocab.schema import LeverSpec, ModelSpec
 
@@ -247,6 +248,22 @@ def launch_costs(overrides: Sequence[str] = H200_PLAN) -> LaunchCosts:
 
     cells_h, anchors_h = gpu_hours_at(list(overrides), 1)
     return LaunchCosts(cells_h, anchors_h / 2, tuple(overrides))
+
+
+# The simulation's terms the store does not size (analysis/simulated_sessions.py: H200_LAUNCHES's).
+SIM_DRIFT, SIM_SESSION = 0.02, 0.05
+
+
+def simulated_deploy_rate(
+    gain: float, noise: SizedNoise, launches: int, anchor_runs: int, gate: bool, draws: int, seed: int = 44
+) -> float:
+    """How often whole simulated tunes (experiments.procedure_power: the tune's own stages, decisions,
+    drift band, equivalence gate and deploy rule) deploy a drafting lever that is `gain` faster, at
+    `launches` repeats per stage (a launch each), under `noise`."""
+    model = ProcedureNoise("sized", noise.sd_block, noise.sd_block, SIM_DRIFT, SIM_SESSION, noise.sd_launch)
+    found = outcomes(model, dict.fromkeys(DRAFTING, gain), launches, draws, seed,
+                     gate=GATE_ON if gate else None, anchor_runs=anchor_runs)  # fmt: skip
+    return sum(o.deployed in DRAFTING for o in found) / draws
 
 
 def procedure_row(

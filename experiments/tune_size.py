@@ -185,25 +185,6 @@ def detectable_gain(
     return hi, design
 
 
-# The simulation's terms the store does not size (analysis/simulated_sessions.py: H200_LAUNCHES's).
-SIM_DRIFT, SIM_SESSION = 0.02, 0.05
-
-
-def simulated_deploy_rate(
-    gain: float, noise: Noise, launches: int, anchor_runs: int, gate: bool, draws: int, seed: int = 44
-) -> float:
-    """How often whole simulated tunes (experiments.procedure_power: the tune's own stages, decisions,
-    drift band, equivalence gate and deploy rule) deploy a drafting lever that is `gain` faster, at
-    `launches` repeats per stage (a launch each), under `noise`."""
-    from analysis.simulated_sessions import GATE_ON, ProcedureNoise
-    from experiments.procedure_power import DRAFTING, outcomes
-
-    model = ProcedureNoise("sized", noise.sd_block, noise.sd_block, SIM_DRIFT, SIM_SESSION, noise.sd_launch)
-    found = outcomes(model, dict.fromkeys(DRAFTING, gain), launches, draws, seed,
-                     gate=GATE_ON if gate else None, anchor_runs=anchor_runs)  # fmt: skip
-    return sum(o.deployed in DRAFTING for o in found) / draws
-
-
 def verified_design(
     design: Design,
     gain: float,
@@ -212,10 +193,11 @@ def verified_design(
     spec: SizeSpec,
     anchor_runs: int,
     gate: bool,
-    rate: Callable[..., float] | None = None,
+    rate: Callable[[float, Noise, int, int, bool, int], float],
     max_gpu_h: float = math.inf,
 ) -> tuple[Design, float]:
-    """`design` with launches added (a quarter more each step) until the simulated tune deploys a real
+    """`design` with launches added (a quarter more each step) until the simulated tune (`rate`:
+    experiments.procedure_power.simulated_deploy_rate, the tune's own code) deploys a real
     `gain` at spec.power; (the design, its simulated rate). It stops short where one step more would
     cost above `max_gpu_h`, past 4 x the formula's launches, or where the rate stops rising (two steps
     under 2 points: the drift band, not the launches, caps it, and more anchor runs are the cure).
@@ -223,7 +205,6 @@ def verified_design(
     checked (others come back unchanged, with NaN)."""
     if spec.verify_draws < 1 or design.blocks != 1:
         return design, math.nan
-    rate = rate or simulated_deploy_rate
     launches, cap = design.launches, min(MAX_LAUNCHES, 4 * design.launches)
     flat, last = 0, -1.0
     while True:

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 import experiments.procedure_power as pp
-import experiments.tune as tune_module
+import experiments.tune_procedure as tune_module
 from experiments.decide import KEEP
 from experiments.procedure_power import (
     H200_LAUNCHES,
@@ -29,7 +29,7 @@ from experiments.procedure_power import (
     stage_keep,
     tune_config,
 )
-from experiments.tune import procedure
+from experiments.tune_procedure import procedure
 from vocab.schema import ModelSpec
 
 H200_5 = NOISES[2]  # the H200's measured spread with a 5 % offset between sessions

@@ -9,6 +9,7 @@ from rich.console import Console
 
 import experiments.tune as tune_module
 from analysis.decision import judge_by_launch
+from experiments.procedure_power import simulated_deploy_rate
 from experiments.tune import compose_tune, size_stages
 from experiments.tune_size import (
     Costs,
@@ -19,7 +20,6 @@ from experiments.tune_size import (
     detectable_gain,
     noise_for,
     power_by_launch,
-    simulated_deploy_rate,
     verified_design,
 )
 from tests.unit.analysis.launch_store import Design as StoreDesign
@@ -142,9 +142,9 @@ def test_the_design_is_checked_through_the_tunes_own_simulation_and_launches_add
     assert capped.launches == 5 and found == pytest.approx(0.75)
     # Off: the formula's design as it is.
     same, nan = verified_design(
-        Design(4, 1, 0.9, 0.81, 0.0), 0.2, noise, COSTS, SizeSpec(verify_draws=0), 2, True
+        Design(4, 1, 0.9, 0.81, 0.0), 0.2, noise, COSTS, SizeSpec(verify_draws=0), 2, True, rate
     )
-    assert same.launches == 4 and math.isnan(nan)
+    assert same.launches == 4 and math.isnan(nan) and asked == [4, 5, 6, 4, 5]  # not asked again
 
 
 def test_the_simulated_rate_is_the_tunes_deploy_rate():
@@ -154,12 +154,10 @@ def test_the_simulated_rate_is_the_tunes_deploy_rate():
 
 
 def test_where_two_anchor_runs_cap_the_power_the_tune_asks_for_more(tmp_path, monkeypatch):
-    import experiments.tune_size as tune_size
-
     def rate(gain, noise, launches, anchor_runs, gate, draws):
         return 0.6 if anchor_runs == 2 else 0.5 + 0.05 * launches  # two runs' band caps it at 60 %
 
-    monkeypatch.setattr(tune_size, "simulated_deploy_rate", rate)
+    monkeypatch.setattr(tune_module, "simulated_deploy_rate", rate)
     _, overrides = sized(tmp_path, "size.verify_draws=10", "size.sd_launch=0.05", "size.sd_block=0.05")
     assert "grid.anchor.runs=9" in overrides
     launches = int(next(o for o in overrides if o.startswith("grid.repeats=")).split("=")[1])

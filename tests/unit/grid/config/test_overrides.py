@@ -129,4 +129,4 @@ def test_tune_rejects_unknown_keys_with_or_without_plus(form):
         compose_tune(["model=tiny", f"{form}sufix_k=4"])
     text = str(info.value)
     assert "unknown key 'sufix_k': the config's keys are confirm_repeats, confirm_seed, corpora, " in text
-    assert "(experiments/tune.py:TuneConfig)" in text and "+sufix_k" not in text
+    assert "(experiments/tune_procedure.py:TuneConfig)" in text and "+sufix_k" not in text
