@@ -75,6 +75,9 @@ power: setup ## Error rates by simulation: one decision (per n repeats), the who
 	$(PY) -m analysis.sequential_power
 	$(PY) -m analysis.equivalence_power
 
+docs: setup ## docs/cli.md: every config key with one sentence, from vocab/schema.py
+	$(PY) -m vocab.cli_reference
+
 lint: setup ## ruff check and format check
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -82,4 +85,4 @@ lint: setup ## ruff check and format check
 clean: ## Remove results and caches (keeps .venv)
 	rm -rf results .cache/vllm .cache/inductor .pytest_cache
 
-.PHONY: help setup assets demo summary report bench test test-unit test-report test-scheduling test-engine lint clean
+.PHONY: help setup assets demo summary report bench crosscheck launch-noise power docs test test-unit test-report test-scheduling test-engine lint clean
