@@ -86,7 +86,8 @@ def cells():
             if shielded:
                 renice_tree([], 0)  # this process's threads back to the default
     for name, summary in (("unloaded", calm), ("hogged", starved)):
-        shown = {k: summary.get(k) for k in ("engine_wait_share", "output_tok_per_s", "host_loadavg_1m")}
+        keys = ("engine_wait_share", "output_tok_per_s", "host_loadavg_1m", "stall_max_s", "stall_limit_s")
+        shown = {k: summary.get(k) for k in keys}
         print(f"\n{name}: {shown}")
     print(f"hogs: {len(hogs)} on CPUs {cpu_list(hogged)}, placement: {problem or 'as planned'}")
     return calm, starved, engine_cpus, problem
