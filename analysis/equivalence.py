@@ -65,7 +65,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any
 
 from vocab.schema import EquivalenceConfig
@@ -389,7 +389,14 @@ def widest_margin(n_prompts: int, cfg: EquivalenceConfig) -> float:
     return margin_for(n_prompts, 0.5, cfg)
 
 
-def applied_margin(n_prompts: int, floor_changed: int, cfg: EquivalenceConfig) -> float:
+def discordant_upper(discordant: int, n_prompts: int) -> float:
+    """Wilson's one-sided 99% upper bound on the share of prompts where lever and replicate disagree."""
+    return floor_changed_upper(discordant, n_prompts)
+
+
+def applied_margin(
+    n_prompts: int, floor_changed: int, cfg: EquivalenceConfig, discordant: int | None = None
+) -> float:
     """The margin judge_paired holds a lever to, from van's own run-to-run change on these prompts.
 
     The floor measures how noisy the engine is: the replicate changed
@@ -397,13 +404,92 @@ def applied_margin(n_prompts: int, floor_changed: int, cfg: EquivalenceConfig) -
     at most as discordant with the replicate as two independent runs that each
     change a share p of outputs are, 2 p (1 - p) (runs that change the same
     fragile prompts agree more), so the margin is margin_for at that
-    discordance with p the floor's 99% upper bound capped at 1/2: wider on a
-    noisy engine and with few prompts, where an identical lever could not
-    otherwise pass; never wider than widest_margin; never narrower than
+    discordance with p the floor's 99% upper bound capped at 1/2. Where the
+    lever and the replicate were `discordant` on fewer prompts than that (an
+    engine whose fragile prompts are fragile in every run: the H200 tune's
+    replicate changed 65% of outputs, suffix disagreed with it on 21%), the 99%
+    upper bound on that observed discordance sets it instead: the margin an
+    identical lever needs there is narrower, and so is the one a worse lever
+    must clear (a worse lever's extra changes raise its own discordance, never
+    above the first bound). Never wider than widest_margin; never narrower than
     cfg.noninferiority_margin.
     """
     p_upper = min(0.5, floor_changed_upper(floor_changed, n_prompts))
-    return margin_for(n_prompts, 2.0 * p_upper * (1.0 - p_upper), cfg)
+    share = 2.0 * p_upper * (1.0 - p_upper)
+    if discordant is not None:
+        share = min(share, discordant_upper(discordant, n_prompts))
+    return margin_for(n_prompts, share, cfg)
+
+
+# The lever the gate must catch, and how often (issue 46 item 4): one whose outputs change ten
+# points more often than van's rerun changes them, caught (not passed) at least 80% of the time.
+DETECT_EXCESS = 0.10
+DETECT_POWER = 0.80
+
+
+def catch_rate(
+    n_prompts: int, discordant_share: float, cfg: EquivalenceConfig, excess: float = DETECT_EXCESS
+) -> float:
+    """How often the gate catches (does not pass) a lever `excess` worse than van's rerun, approximately.
+
+    The lever is discordant with the replicate on a share D = `discordant_share`
+    of the n prompts (t = n D of them; what the gate sees of a worse lever), and
+    is held to the margin that discordance sets (applied_margin: margin_for at
+    D's 99% bound, at most 1/2). Given t, judge_paired passes it when the
+    discordant prompts against it exceed those for it by less than k*, the
+    largest difference whose Tango bound stays below the margin; that difference
+    is about normal with mean n excess and variance t - n excess^2, so
+
+        catch = 1 - Phi((k* + 1/2 - n excess) / sqrt(t - n excess^2)).
+
+    Within a few points of the simulation (analysis/equivalence_power.py).
+    """
+    if n_prompts <= 0:
+        return 0.0
+    t = n_prompts * discordant_share
+    margin = margin_for(n_prompts, min(0.5, discordant_upper(round(t), n_prompts)), cfg)
+
+    def passes(k: float) -> bool:
+        return excess_changed_upper_bound((t + k) / 2.0, (t - k) / 2.0, n_prompts, cfg.alpha) < margin
+
+    if not passes(-t):
+        return 1.0
+    low, high = -t, t  # passes(low); find the largest k that passes
+    if passes(high):
+        return 0.0
+    while high - low > 1e-3:
+        middle = (low + high) / 2.0
+        low, high = (middle, high) if passes(middle) else (low, middle)
+    spread = math.sqrt(max(t - n_prompts * excess * excess, 1e-9))
+    return 1.0 - statistics.NormalDist().cdf((math.floor(low) + 0.5 - n_prompts * excess) / spread)
+
+
+def prompts_for_power(
+    discordant_share: float,
+    cfg: EquivalenceConfig,
+    excess: float = DETECT_EXCESS,
+    power: float = DETECT_POWER,
+    most: int = 100_000,
+) -> int:
+    """Fewest prompts at which the gate catches a lever `excess` worse `power` of the time (catch_rate).
+
+    An identical lever passes cfg.identical_pass_rate at any count (the margin is
+    widened to where it does); what more prompts buy is the catch. At a floor
+    where runs disagree on half of prompts (D = 1/2) about 310; at the H200 tune's
+    measured 21% about 150. `most` when none up to it does.
+    """
+    low, high = 0, 1
+    while catch_rate(high, discordant_share, cfg, excess) < power:
+        if high >= most:
+            return most
+        low, high = high, min(2 * high, most)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if catch_rate(middle, discordant_share, cfg, excess) >= power:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def judge_paired(paired: Paired, cfg: EquivalenceConfig) -> Verdict:
@@ -438,7 +524,8 @@ def judge_paired(paired: Paired, cfg: EquivalenceConfig) -> Verdict:
         f"{figures}; d = share changed by the lever - by the replicate = "
         f"{_points(paired.excess_changed_share)}, {1 - cfg.alpha:.0%} upper bound {_points(upper)}"
     )
-    applied = applied_margin(n, n - paired.floor_matches, cfg)
+    discordant = paired.floor_only + paired.lever_only
+    applied = applied_margin(n, n - paired.floor_matches, cfg, discordant)
     margin = f"margin {100 * applied:.1f} points"
     if applied > cfg.noninferiority_margin:
         margin += (
@@ -448,8 +535,9 @@ def judge_paired(paired: Paired, cfg: EquivalenceConfig) -> Verdict:
         )
     else:
         margin += " (gates.equivalence.noninferiority_margin)"
+    power = power_note(n, discordant, cfg)
     if upper < applied:
-        return Verdict(PASS, f"{bound} < {margin}")
+        return Verdict(PASS, f"{bound} < {margin}{power}")
     half = (paired.floor_only + paired.lever_only) / 2.0
     identical_could_pass = excess_changed_upper_bound(half, half, n, cfg.alpha) < applied
     lower = excess_changed_lower_bound(paired.floor_only, paired.lever_only, n, cfg.alpha)
@@ -458,14 +546,46 @@ def judge_paired(paired: Paired, cfg: EquivalenceConfig) -> Verdict:
         return Verdict(
             NO_REFERENCE,
             f"{bound} >= {margin}; too few prompts to tell: at {paired.discordant_share:.0%} discordant, "
-            f"even a lever identical to van needs >= {needed} prompts to clear the margin",
+            f"even a lever identical to van needs >= {needed} prompts to clear the margin{power}",
         )
     if lower > 0.0:
         return Verdict(
             FAIL,
-            f"{bound} >= {margin}: it changes more outputs than van's rerun (lower bound {_points(lower)})",
+            f"{bound} >= {margin}: it changes more outputs than van's rerun (lower bound {_points(lower)})"
+            f"{power}",
         )
-    return Verdict(FAIL, f"{bound} >= {margin}: not shown to change outputs no more often than van's rerun")
+    return Verdict(
+        FAIL, f"{bound} >= {margin}: not shown to change outputs no more often than van's rerun{power}"
+    )
+
+
+def power_note(n_prompts: int, discordant: int, cfg: EquivalenceConfig) -> str:
+    """'' where the gate has its power (catch_rate >= DETECT_POWER), else which power it has.
+
+    The discordance is the one observed, capped at 1/2 (a worse lever's own changes
+    add to it; an identical one at the noisiest floor is discordant on half),
+    rounded to a point: the figures are remembered per (n, share, cfg).
+    """
+    share = round(min(0.5, discordant / n_prompts), 2) if n_prompts else 0.5
+    key = (n_prompts, share, astuple(cfg))
+    if key not in _POWER_NOTES:
+        _POWER_NOTES[key] = _power_note(n_prompts, share, cfg)
+    return _POWER_NOTES[key]
+
+
+# power_note's text per (n prompts, discordant share, config): simulations judge the same counts often.
+_POWER_NOTES: dict[tuple[object, ...], str] = {}
+
+
+def _power_note(n_prompts: int, share: float, cfg: EquivalenceConfig) -> str:
+    rate = catch_rate(n_prompts, share, cfg)
+    if rate >= DETECT_POWER:
+        return ""
+    return (
+        f"; power: at {n_prompts} prompts and {share:.0%} discordant the gate catches a lever "
+        f"{100 * DETECT_EXCESS:.0f} points worse than van's rerun only ~{rate:.0%} of the time "
+        f"(>= {DETECT_POWER:.0%} from {prompts_for_power(share, cfg)} prompts)"
+    )
 
 
 # Per position: token -> logprob for the run's top k tokens (token ids or strings).

@@ -57,7 +57,17 @@ from dataclasses import astuple, dataclass
 
 import numpy as np
 
-from analysis.equivalence import NO_REFERENCE, PASS, judge_paired, paired_from_counts, widest_margin
+from analysis.equivalence import (
+    DETECT_EXCESS,
+    DETECT_POWER,
+    NO_REFERENCE,
+    PASS,
+    catch_rate,
+    judge_paired,
+    paired_from_counts,
+    prompts_for_power,
+    widest_margin,
+)
 from vocab.schema import EquivalenceConfig
 
 # The prompt counts the shipped corpora and loads judge a lever on (module doc).
@@ -268,6 +278,77 @@ def markdown(
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class StudyCorpus:
+    """A study corpus as the gate meets it: prompts the throughput measurement sends, prompts it holds."""
+
+    name: str
+    measured: int  # at the study cap: conf/experiment/final.yaml grid.num_prompts, else load=study's 512
+    available: int  # distinct prompts at the study cap (`python -m assets experiment=final` outputs)
+
+
+# .cache/data/study/corpora/<name>.jsonl line counts (the conf/corpus comments give the same).
+STUDY_CORPORA = (
+    StudyCorpus("chat", 512, 16_636),
+    StudyCorpus("chat_bench", 46, 110),
+    StudyCorpus("code_complete", 512, 625),
+    StudyCorpus("code_edit", 512, 1_026),
+    StudyCorpus("summarize", 281, 345),
+    StudyCorpus("rag_qa", 512, 1_294),
+    StudyCorpus("agentic", 512, 2_913),
+    StudyCorpus("mix", 512, 1_610),
+)
+NOISY_FLOORS = (H200_INDEPENDENT, H200_MEASURED, QUIET_INDEPENDENT)
+
+
+def worse_discordance(floor: Floor, excess: float = DETECT_EXCESS) -> float:
+    """The share of prompts a lever `excess` worse disagrees with the replicate on, on `floor`."""
+    lever_only, floor_only, _, _ = outcome_probabilities(floor, excess)
+    return lever_only + floor_only
+
+
+def gate_prompts(corpus: StudyCorpus, cfg: EquivalenceConfig | None = None) -> int:
+    """The prompts the gate decides on: the measured ones, or, where they are too few to catch a lever
+    DETECT_EXCESS worse DETECT_POWER of the time on the noisiest floor (prompts_for_power), that many,
+    drawn apart from the throughput measurement (the warm-up's prompts first, then unmeasured
+    ones), capped at what the corpus holds; below that the verdict says which power it has."""
+    # Two points above the target: catch_rate is an approximation (within ~2 points at these counts).
+    needed = prompts_for_power(
+        worse_discordance(H200_INDEPENDENT), cfg or EquivalenceConfig(), power=DETECT_POWER + 0.02
+    )
+    return min(corpus.available, max(corpus.measured, needed))
+
+
+def study_markdown(
+    cfg: EquivalenceConfig | None = None,
+    draws: int = DRAWS,
+    seed: int = SEED,
+    floors: Sequence[Floor] = NOISY_FLOORS,
+) -> str:
+    """Per study corpus: the gate's prompts, an identical lever's pass and a +10-point lever's catch (%)."""
+    cfg = cfg or EquivalenceConfig()
+    head = " | ".join(f"{f.name}: identical pass / +10 caught (stated)" for f in floors)
+    lines = [
+        f"| corpus | measured | holds | prompts | {head} |",
+        "|---|---|---|---|" + "---|" * len(floors),
+    ]
+    for corpus in STUDY_CORPORA:
+        counts = {corpus.measured: "measured", gate_prompts(corpus, cfg): "gate decides on"}
+        for n, label in sorted(counts.items()):
+            cells = []
+            for floor in floors:
+                identical = simulate(floor, 0.0, n, cfg, draws, seed).passed
+                caught = simulate(
+                    floor, min(DETECT_EXCESS, 1 - floor.differ_share), n, cfg, draws, seed
+                ).caught
+                stated = catch_rate(n, worse_discordance(floor), cfg)
+                mark = "" if caught >= DETECT_POWER else " (short)"
+                cells.append(f"{100 * identical:.1f} / {100 * caught:.1f}{mark} ({100 * stated:.0f})")
+            row = f"| {corpus.name} | {corpus.measured} | {corpus.available} | {n} ({label})"
+            lines.append(f"{row} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=DRAWS)
@@ -292,6 +373,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print()
     print(markdown(rates, cfg=cfg))
+    print()
+    print(
+        f"Per study corpus: the gate's prompts to catch a lever {100 * DETECT_EXCESS:.0f} points worse "
+        f">= {DETECT_POWER:.0%} (gate_prompts); (stated): the power judge_paired's reason gives "
+        "(equivalence.catch_rate), (short): caught below that"
+    )
+    print()
+    print(study_markdown(cfg, args.draws, args.seed))
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ from analysis.drift import DRIFT_COLUMNS, session_drift, split_anchors, trend
 from analysis.equivalence import FAIL, PASS
 from analysis.equivalence_power import H200_INDEPENDENT, Floor, draw_verdicts
 from analysis.medians import MEDIAN_COLUMNS, lever_medians
-from vocab.schema import ModelSpec
+from vocab.schema import EquivalenceConfig, ModelSpec
 
 BASE_TOK_PER_S = 1000.0
 SEED = 26
@@ -82,18 +82,20 @@ class GateModel:
 
     With a `floor`: analysis.equivalence_power.draw_verdicts, the gate's own judge_paired on prompts
     drawn from that floor (van's replicate disagreeing with van as the floor says), at the corpus's
-    measured prompt count (`prompts`); without: pass with probability `pass_rate`, else fail.
+    measured prompt count (`prompts`), judged with `cfg` (None: EquivalenceConfig()); without: pass
+    with probability `pass_rate`, else fail.
     """
 
     name: str
     floor: Floor | None = None
     prompts: tuple[tuple[str, int], ...] = ()
     pass_rate: float = 1.0
+    cfg: EquivalenceConfig | None = None
 
     def verdict(self, rng: np.random.Generator, corpus: str) -> str:
         if self.floor is None:
             return PASS if rng.random() < self.pass_rate else FAIL
-        return str(draw_verdicts(rng, 0.0, dict(self.prompts)[corpus], 1, self.floor)[0])
+        return str(draw_verdicts(rng, 0.0, dict(self.prompts)[corpus], 1, self.floor, self.cfg)[0])
 
 
 # The gate as the tune runs it on the H200 (gpu_short: 160 measured prompts of code_complete, 78 of

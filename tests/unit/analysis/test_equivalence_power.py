@@ -109,7 +109,10 @@ def test_the_entry_point_prints_a_markdown_table(capsys):
     assert "| (any) | widest margin, points | 48." in out
     assert "| h200_independent (48% / 50%) | identical: pass |" in out
     assert "| deterministic (0% / 0%) | at the widest margin: caught | 100.0 |" in out
-    assert out.count("\n|") == 3 + len(LEVERS) * len(FLOORS)
+    # The floors' table, then the study corpora's (issue 46 item 4): a row per corpus, two where the
+    # gate decides on more prompts than the measurement sends (chat_bench, summarize).
+    assert out.count("\n|") == 3 + len(LEVERS) * len(FLOORS) + 2 + 10
+    assert "| summarize | 281 | 345 | 345 (gate decides on) |" in out
     # At 25 and 40 prompts the measured H200 floor leaves no room for a lever at the widest margin.
     assert "| h200_measured (65% / 21%) | at the widest margin: caught |" in out and "* the margin" in out
     assert IDENTICAL in LEVERS
