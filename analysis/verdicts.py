@@ -256,7 +256,13 @@ def verdicts(root: Path, session_id: str, cfg: EquivalenceConfig) -> pd.DataFram
                         else None
                     ),
                     "margin_applied": (
-                        applied_margin(paired.n_prompts, paired.n_prompts - paired.floor_matches, cfg)
+                        # The margin the verdict used: narrowed by the lever-replicate discordance.
+                        applied_margin(
+                            paired.n_prompts,
+                            paired.n_prompts - paired.floor_matches,
+                            cfg,
+                            paired.floor_only + paired.lever_only,
+                        )
                         if paired and paired.n_prompts
                         else None
                     ),
