@@ -83,6 +83,10 @@ TABLE1_COLUMNS = [
     "label",
     "verdict",
     "noise_terms",
+    # What else the scored cells' engines differed in from van's, and what van's ran with
+    # (analysis/effective.py; filled by analysis/study.py from the cells).
+    "also_differs",
+    "van_ran_with",
 ]
 
 

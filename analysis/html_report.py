@@ -20,7 +20,7 @@ from analysis.gpu_time import share_line
 from analysis.measured import WINDOW, engine_line, load_rows, model_line
 from analysis.sessions import session_summary
 from analysis.study import Study
-from analysis.summary import PAIR_EXPORT_HEADERS, block_verdicts
+from analysis.summary import PAIR_EXPORT_HEADERS, block_verdicts, config_lever_label
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 1200px; color: #222; }
@@ -55,6 +55,8 @@ TABLE1_HEADERS = {
     "label": "selection label",
     "verdict": "selection verdict",
     "noise_terms": "selection interval carries",
+    "also_differs": "selection: what else its engines ran with unlike van's",
+    "van_ran_with": "van ran with (the van x over van is over)",
 }
 BEST_K_COLUMNS = ["model", "corpus", "lever", "best_k", "best_tok_per_s", "rule", "compared_k", "rel_diff",
                   "ci_lo", "ci_hi", "n_value", "n_reference", "label", "verdict"]  # fmt: skip
@@ -82,7 +84,12 @@ RULE_NOTE = (
     "unknown)' without a known drift band (analysis/decision.py); n: the repeats behind it; 'interval "
     "carries': the noise terms its interval holds, each once (launch+block: every repeat is a launch of "
     "its own, so one launch's offset and one block's noise; +session when unpaired sides come from "
-    "different sessions). The selection's intervals are at {pct}."
+    "different sessions). The selection's intervals are at {pct}. Every engine's effective configuration "
+    "is read from its log (analysis/effective.py): 'also differs' names what else the final lever's "
+    "scored cells ran with unlike van's, beyond what the lever changes by design (e.g. model runner V2 vs "
+    "V1: the ratio then holds that change too); 'van ran with' is the van each x over van is over; an "
+    "NVFP4 lever whose engines ran it through Marlin is shown as the W4A16 it ran, and a dynamic-K lever "
+    "whose K never moved as 'fixed K in effect'."
 )
 
 
@@ -160,7 +167,13 @@ def per_corpus(measured: pd.DataFrame) -> pd.DataFrame:
     keys = ["model", "corpus", "lever", "k"]
     table = valid.groupby(keys, dropna=False)[columns].median()
     table.insert(0, "n", valid.groupby(keys, dropna=False).size())
-    return table.reset_index()
+    table = table.reset_index()
+    # The lever as it ran: W4A16 for an NVFP4 lever on Marlin, 'fixed K in effect' (analysis/effective.py).
+    table["lever"] = [
+        config_lever_label(valid, m, c, lv, k)
+        for m, c, lv, k in zip(table["model"], table["corpus"], table["lever"], table["k"], strict=True)
+    ]
+    return table
 
 
 def _folded(summary: str, body: str) -> str:
@@ -188,6 +201,19 @@ def launch_sections(measured: pd.DataFrame) -> list[str]:
     return parts
 
 
+def ran_as(study: Study) -> dict[str, str]:
+    """Per model whose final lever ran other than its name says (Table 1's final lever: W4A16 on
+    Marlin, fixed K in effect; analysis/study.py), the words added to its answer."""
+    if study.table1.empty or "final_label" not in study.final:
+        return {}
+    named = dict(zip(study.final["model"], study.final["final_label"], strict=True))
+    return {
+        m: f"; it ran as {shown}"
+        for m, shown in zip(study.table1["model"], study.table1["final_lever"], strict=True)
+        if isinstance(shown, str) and shown != named.get(m)
+    }
+
+
 def _answers(study: Study) -> str:
     if study.final.empty:
         if study.measured.empty:
@@ -198,9 +224,10 @@ def _answers(study: Study) -> str:
         )
     answers = study.final.get("answer", pd.Series(dtype=object)).dropna()
     held_out = {r["model"]: confirmation_words(r) for r in study.confirmation.to_dict("records")}
+    ran = ran_as(study)
     items = "".join(
         (f"<li>held-out confirmation: {html.escape(held_out[m])}<br>" if m in held_out else "<li>")
-        + f"selection (reads high): {html.escape(str(a))}</li>"
+        + f"selection (reads high): {html.escape(str(a) + ran.get(m, ''))}</li>"
         for m, a in zip(study.final.loc[answers.index, "model"], answers, strict=True)
     )
     return f"<ul>{items}</ul><p>{html.escape(geomean_words(study.table1))}</p>"

@@ -10,26 +10,41 @@ judged, as everywhere else).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
 from analysis.compare import compare
 from analysis.decision import CONFIDENCE
 from analysis.drift import band_by_lag
+from analysis.effective import also_differs
 from analysis.repeats import CELL_FIELDS
 
+# also_differs: what else side B's engines ran with unlike side A's for the configuration
+# (analysis/effective.py: 'also differs: model runner V2 vs V1'), '' where nothing did or unknown.
 SIDE_COLUMNS = [*CELL_FIELDS, "n_a", "tok_per_s_a", "n_b", "tok_per_s_b", "ratio", "ci_lo", "ci_hi",
-                "drift_band_rel", "noise_terms", "label", "verdict"]  # fmt: skip
+                "drift_band_rel", "noise_terms", "label", "verdict", "also_differs"]  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Side:
-    """One side: its name as shown, `lever_medians`' table and `session_drift`'s table."""
+    """One side: its name as shown, `lever_medians`' table and `session_drift`'s table, and the
+    VALID cells behind the medians (their engine_* columns say what each engine ran with)."""
 
     name: str
     medians: pd.DataFrame
     drift: pd.DataFrame
+    cells: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def config_cells(self, row: dict) -> list[dict]:
+        """This side's cells of the configuration `row` names (CELL_FIELDS; a NaN K matches NaN)."""
+        if self.cells.empty or not set(CELL_FIELDS) <= set(self.cells.columns):
+            return []
+        match = pd.Series(True, index=self.cells.index)
+        for name in CELL_FIELDS:
+            column = self.cells[name]
+            match &= column.isna() if pd.isna(row[name]) else column == row[name]
+        return self.cells[match].to_dict("records")
 
 
 def side_by_side(a: Side, b: Side, confidence: float = CONFIDENCE) -> tuple[pd.DataFrame, list[str]]:
@@ -63,6 +78,7 @@ def side_by_side(a: Side, b: Side, confidence: float = CONFIDENCE) -> tuple[pd.D
                 "noise_terms": judged["noise_terms"],
                 "label": judged["label"],
                 "verdict": judged["verdict"],
+                "also_differs": also_differs(b.config_cells(row), a.config_cells(row)),
             }
         )
     return pd.DataFrame(rows, columns=SIDE_COLUMNS), alone

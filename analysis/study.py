@@ -20,7 +20,9 @@ from analysis.clean import reused_mask, reused_note, split_reused
 from analysis.confirmation import CONFIRM_COLUMNS, confirmations, prompts_seen
 from analysis.decision import CONFIDENCE
 from analysis.drift import session_drift
+from analysis.effective import also_differs, fixed_k, fixed_k_words, is_marlin, lever_shown, ran_with
 from analysis.final import FINAL_CORPUS, final_levers, speedup_geomean, table1
+from analysis.gate import parse_k_by_corpus
 from analysis.medians import lever_medians
 from store.fs import StoreRoot
 from store.layout import StoreLayout
@@ -128,7 +130,7 @@ def analyse(
         drift=drift,
         best_k=best,
         final=final,
-        table1=table1(final, confirmation),
+        table1=table1_effective(table1(final, confirmation), final, measured),
         speedup_geomean=speedup_geomean(final),
         excluded_invalid=excluded,
         excluded_invalid_anchors=excluded_anchors,
@@ -143,6 +145,41 @@ def analyse(
             *reused_lines,
         ],
     )
+
+
+def scored_cells(row: Mapping[str, object], measured: pd.DataFrame) -> tuple[list[dict], list[dict]]:
+    """The VALID cells a model's final lever and van were scored on (final_k_by_corpus's corpora at
+    their K): (final's, van's)."""
+    pairs = parse_k_by_corpus(str(row.get("final_k_by_corpus") or ""))
+    corpora = {c for c, _ in pairs}
+    kept = measured[measured["valid"].fillna(False).astype(bool)] if "valid" in measured else measured
+    cells = kept[(kept["model"] == row.get("model")) & kept["corpus"].isin(corpora)].to_dict("records")
+    mine = [c for c in cells if c["lever"] == row.get("final_lever") and (c["corpus"], c["k"]) in pairs]
+    return mine, [c for c in cells if c["lever"] == "van"]
+
+
+def table1_effective(table: pd.DataFrame, final: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
+    """Table 1 with what its engines ran with (analysis/effective.py): the final lever as it ran (an
+    NVFP4 lever whose every cell ran on Marlin is the W4A16 it was; a dynamic-K lever whose K never
+    moved says 'fixed K in effect'), what else its scored cells differed in from van's, and what
+    van's ran with: the van each x over van is over."""
+    if table.empty or "final_k_by_corpus" not in final or "lever" not in measured:
+        return table
+    table = table.astype({"final_lever": object, "also_differs": object, "van_ran_with": object})
+    by_model = {r["model"]: r for r in final.to_dict("records")}
+    for i, model in table["model"].items():
+        row = by_model.get(model)
+        if row is None or not isinstance(row.get("final_k_by_corpus"), str):
+            continue
+        mine, van = scored_cells(row, measured)
+        if mine and row.get("final_lever") != "van":
+            if all(is_marlin(c) for c in mine):
+                table.loc[i, "final_lever"] = lever_shown(mine[0])
+            if fixed := fixed_k_words(fixed_k(mine)):
+                table.loc[i, "final_lever"] = f"{table.loc[i, 'final_lever']} ({fixed})"
+            table.loc[i, "also_differs"] = also_differs(mine, van) or "nothing else"
+        table.loc[i, "van_ran_with"] = ran_with(van) or "unknown (not in the engine log)"
+    return table
 
 
 def confidence_note(confidence: float) -> list[str]:

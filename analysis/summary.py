@@ -20,6 +20,16 @@ from rich.console import Console
 from analysis import blocks, variance
 from analysis.decision import judge
 from analysis.drift import band_by_lag, session_drift, split_anchors
+from analysis.effective import (
+    EFFECTIVE,
+    also_differs,
+    asked_vs_ran,
+    fixed_k,
+    fixed_k_words,
+    is_marlin,
+    lever_shown,
+    ran_with,
+)
 from analysis.load import LATEST, anchor_runs, cell_label, invalid_left_out, left_out
 from analysis.medians import lever_medians
 from analysis.repeats import aggregate_repeats
@@ -67,8 +77,14 @@ def latest_cells(root: Path, session_id: str | None = None, checksums: bool = Tr
         frame = frame[~frame["replicate"].fillna(False).astype(bool)]
     if "valid" not in frame.columns:
         frame["valid"] = None
-    # van's validity comes along: a ratio over an INVALID van cell says so on its row (pair_flag).
-    van = frame[frame["lever"] == "van"][["model", "corpus", "repeat", "output_tok_per_s", "valid"]]
+    for name in EFFECTIVE:  # a store written before the engine log was read: unknown
+        if name not in frame.columns:
+            frame[name] = None
+    # van's validity comes along: a ratio over an INVALID van cell says so on its row (pair_flag);
+    # and so does what van's engine ran with: the row names what else differed (analysis/effective.py).
+    van = frame[frame["lever"] == "van"][
+        ["model", "corpus", "repeat", "output_tok_per_s", "valid", *EFFECTIVE]
+    ]
     frame = frame.merge(van, on=["model", "corpus", "repeat"], how="left", suffixes=("", "_van"))
     frame["speedup_vs_van"] = frame["output_tok_per_s"] / frame["output_tok_per_s_van"]
     frame = frame.sort_values(["model", "corpus", "lever", "k"]).reset_index(drop=True)
@@ -76,10 +92,49 @@ def latest_cells(root: Path, session_id: str | None = None, checksums: bool = Tr
     for name in (*COLUMNS, "bench_output_tok_per_s", "valid"):
         if name not in frame.columns:
             frame[name] = None
+    frame = with_effective(frame)
     frame.attrs["left_out"] = left_out(con, measured, session_id=session_id)
     # The drift anchors of the frame's sessions: the exports judge each configuration's x van by them.
     frame.attrs["anchors"] = anchor_runs(con, set(frame["session_id"]))
     return frame
+
+
+def van_side(row: dict) -> dict:
+    """The van cell a row's speedup_vs_van is over, as analysis/effective.py reads a side (its
+    engine_* columns came with the merge, suffixed _van)."""
+    return {"lever": "van", **{name: row.get(f"{name}_van") for name in EFFECTIVE}}
+
+
+def pair_differs(row: dict) -> str:
+    """What else differed between a cell and its van cell ('also differs: model runner V2 vs V1'); ''."""
+    ratio = row.get("speedup_vs_van")
+    if ratio is None or pd.isna(ratio) or row.get("lever") == "van":
+        return ""
+    return also_differs([row], [van_side(row)])
+
+
+def with_effective(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per cell, what its engine ran with beside what it asked (analysis/effective.py): lever_shown
+    (an NVFP4 cell on Marlin is the W4A16 it ran), asked_vs_ran, dynk_fixed_k (the one K every step
+    of a dynamic-K cell used, null where K moved or was not recorded), and
+    speedup_vs_van_also_differs / speedup_vs_van_over (what van's engine ran with)."""
+    rows = frame.to_dict("records")
+    out = frame.copy()
+    out["lever_shown"] = [lever_label(r) for r in rows]
+    out["asked_vs_ran"] = ["; ".join(asked_vs_ran(r)) or None for r in rows]
+    out["dynk_fixed_k"] = pd.array([fixed_k([r]) for r in rows], dtype="Int64")
+    out["speedup_vs_van_also_differs"] = [pair_differs(r) or None for r in rows]
+    out["speedup_vs_van_over"] = [
+        ran_with([van_side(r)]) or None if pair_verdict(r) and r.get("lever") != "van" else None for r in rows
+    ]
+    return out
+
+
+def lever_label(row: dict) -> str:
+    """The lever as the tables show it: 'W4A16 (w4a4 on Marlin)' for an NVFP4 cell run as W4A16, and
+    a dynamic-K cell whose K never moved says so: 'dynk (fixed K in effect: every step K=12)'."""
+    fixed = fixed_k_words(fixed_k([row]))
+    return lever_shown(row) + (f" ({fixed})" if fixed else "")
 
 
 def _fmt(value: object, digits: int = 1) -> str:
@@ -136,7 +191,7 @@ def cell_rows(frame: pd.DataFrame) -> list[list[str]]:
         [
             row.model,
             row.corpus,
-            row.lever,
+            lever_label(row._asdict()),
             str(row.k or "-"),
             _fmt(row.output_tok_per_s),
             _fmt(getattr(row, "bench_output_tok_per_s", None)),
@@ -161,8 +216,10 @@ def _x_van_cell(row: object) -> str:
     text = _fmt(getattr(row, "speedup_vs_van", None), 2)
     if text == "-":
         return text
-    flag = pair_flag(row._asdict() if hasattr(row, "_asdict") else vars(row))
-    return text + " n=1 not judged" + (f", {flag}" if flag else "")
+    values = row._asdict() if hasattr(row, "_asdict") else vars(row)
+    flag = pair_flag(values)
+    differs = pair_differs(values)
+    return text + " n=1 not judged" + (f", {flag}" if flag else "") + (f", {differs}" if differs else "")
 
 
 def _invalid(value: object) -> bool:
@@ -203,11 +260,21 @@ def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[s
         "completed tokens / first send to last completion (as vllm bench serve); step ms, tok/step: "
         "a stream's mean time between chunks in the window (median over streams) and tokens per chunk "
         "(one chunk per engine step); x van: this cell over van's of the same corpus and repeat, one pair "
-        "(n=1): not judged (the repeats table, with grid.repeats >= 2, judges it)"
+        "(n=1): not judged (the repeats table, with grid.repeats >= 2, judges it); 'also differs': what "
+        "else the two engines ran with, beyond the lever (analysis/effective.py)"
     )
+    for line in van_lines(frame):
+        console.print(line, markup=False, highlight=False)
     for row in frame.itertuples():
         if getattr(row, "valid", True) is False:
             console.print(f"INVALID {row.model}/{row.corpus}/{row.lever}: {row.invalid_reasons}")
+        asked = getattr(row, "asked_vs_ran", None)
+        if isinstance(asked, str) and asked:
+            console.print(
+                f"RAN OTHER THAN ASKED {row.model}/{row.corpus}/{row.lever}: {asked}",
+                markup=False,
+                highlight=False,
+            )
         reused = getattr(row, "prompts_reused", None)
         if reused is not None and pd.notna(reused) and reused > 0:
             console.print(
@@ -217,6 +284,18 @@ def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[s
     for line in frame.attrs.get("left_out", []) if left is None else left:
         console.print(line, markup=False, highlight=False)
     render_launch_tables(frame, console)
+
+
+def van_lines(frame: pd.DataFrame) -> list[str]:
+    """Which van each x van is over: per model and corpus, what its van cells' engines ran with."""
+    if frame.empty or "lever" not in frame:
+        return []
+    van = frame[frame["lever"] == "van"]
+    lines = []
+    for (model, corpus), group in van.groupby(["model", "corpus"], sort=True):
+        if ran := ran_with(group.to_dict("records")):
+            lines.append(f"x van over {model}/{corpus}: van ran with {ran}")
+    return lines
 
 
 # The variance table at the console: one table per model (its name in the title), so that with the
@@ -315,11 +394,14 @@ def _records(table: pd.DataFrame) -> list[dict]:
 # goes out alone: each has its n, interval and verdict beside it (RATIO_COMPANIONS; a test scans
 # every export for them). speedup_vs_van is one cell over one van cell (one pair: n=1, no interval,
 # never judged); x_van is the configuration's ratio over its repeats, judged by analysis/decision.py.
+# Each ratio also says what else its two sides' engines differed in (_also_differs, null where
+# nothing did) and what van's engines ran with (_over): analysis/effective.py.
 RATIO_COMPANIONS = {
     "speedup_vs_van": ("speedup_vs_van_n", "speedup_vs_van_ci_lo", "speedup_vs_van_ci_hi",
-                       "speedup_vs_van_verdict", "speedup_vs_van_invalid"),
+                       "speedup_vs_van_verdict", "speedup_vs_van_invalid", "speedup_vs_van_also_differs",
+                       "speedup_vs_van_over"),
     "x_van": ("x_van_n", "x_van_n_van", "x_van_ci_lo", "x_van_ci_hi", "x_van_label", "x_van_verdict",
-              "x_van_noise_terms"),
+              "x_van_noise_terms", "x_van_also_differs", "x_van_over"),
 }  # fmt: skip
 EXPORT_COLUMNS = [
     "label",
@@ -329,6 +411,7 @@ EXPORT_COLUMNS = [
     "model",
     "corpus",
     "lever",
+    "lever_shown",
     "k",
     "repeat",
     "output_tok_per_s",
@@ -349,6 +432,9 @@ EXPORT_COLUMNS = [
     "valid",
     "invalid_reasons",
     "prompts_reused",
+    "asked_vs_ran",
+    "dynk_fixed_k",
+    *EFFECTIVE,
 ]
 ONE_PAIR = "not judged (n<2): one cell over one van cell; x_van judges the configuration's repeats"
 
@@ -375,18 +461,41 @@ def x_van_columns(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key in zip(frame["model"], frame["corpus"], frame["lever"], frame["k"], strict=True):
         j = next((v for k, v in judged.items() if k[:3] == key[:3] and _same_k(k[3], key[3])), None)
-        rows.append(
-            dict.fromkeys(columns)
-            if j is None
-            else dict(
-                zip(
-                    columns,
-                    (j.ratio, j.n_value, j.n_reference, j.lo, j.hi, j.label, j.words(), j.noise_terms),
-                    strict=True,
-                )
-            )
-        )
+        if j is None:
+            rows.append(dict.fromkeys(columns))
+            continue
+        differs, over = config_effective(frame, *key)
+        figures = (j.ratio, j.n_value, j.n_reference, j.lo, j.hi, j.label, j.words(), j.noise_terms)
+        rows.append(dict(zip(columns, (*figures, differs or None, over or None), strict=True)))
     return pd.DataFrame(rows, index=frame.index, columns=columns)
+
+
+def _config_rows(frame: pd.DataFrame, model: str, corpus: str, lever: str, k: object = None) -> list[dict]:
+    """The cells of one configuration (any K for k None) that its x van is judged on (not INVALID)."""
+    rows = frame[(frame["model"] == model) & (frame["corpus"] == corpus) & (frame["lever"] == lever)]
+    if k is not None:
+        rows = rows[[_same_k(v, k) for v in rows["k"]]]
+    if "valid" in rows:
+        rows = rows[[not _invalid(v) for v in rows["valid"]]]
+    return rows.to_dict("records")
+
+
+def config_effective(frame: pd.DataFrame, model: str, corpus: str, lever: str, k: object) -> tuple[str, str]:
+    """A configuration's x van: what else its engines differed in from van's ('' where nothing did),
+    and what van's engines ran with (analysis/effective.py)."""
+    van = _config_rows(frame, model, corpus, "van")
+    return also_differs(_config_rows(frame, model, corpus, lever, k), van), ran_with(van)
+
+
+def config_lever_label(frame: pd.DataFrame, model: str, corpus: str, lever: str, k: object) -> str:
+    """lever_label of a configuration: W4A16 where every cell ran on Marlin, 'fixed K in effect' where
+    no cell's K moved; the lever's name otherwise."""
+    rows = _config_rows(frame, model, corpus, lever, k) if "lever" in frame else []
+    if not rows:
+        return lever
+    name = lever_shown(rows[0]) if all(is_marlin(r) for r in rows) else lever
+    fixed = fixed_k_words(fixed_k(rows))
+    return name + (f" ({fixed})" if fixed else "")
 
 
 def _same_k(a: object, b: object) -> bool:
@@ -395,7 +504,7 @@ def _same_k(a: object, b: object) -> bool:
 
 def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """latest_cells' frame as exported: EXPORT_COLUMNS, one row per cell."""
-    out = frame.copy()
+    out = frame.copy() if "lever_shown" in frame else with_effective(frame)
     pairs = out.to_dict("records")
     out["speedup_vs_van_n"] = [None if pair_verdict(r) is None else 1 for r in pairs]
     out["speedup_vs_van_ci_lo"] = out["speedup_vs_van_ci_hi"] = None  # one pair: no interval
@@ -495,8 +604,11 @@ def render_repeats(frame: pd.DataFrame, console: Console, anchors: pd.DataFrame 
     rows = []
     for row in table_data.itertuples():
         j = judged.get((row.model, row.corpus, row.lever, row.k))
-        rows.append([row.model, row.corpus, row.lever, str(row.k or "-"), str(row.n), _fmt(row.median),
-                     _fmt(row.mad), j.interval_words() if j else "-", j.label if j else "-"])  # fmt: skip
+        differs = config_effective(frame, row.model, row.corpus, row.lever, row.k)[0] if j else ""
+        label = (j.label + (f"; {differs}" if differs else "")) if j else "-"
+        lever = config_lever_label(frame, row.model, row.corpus, row.lever, row.k)
+        rows.append([row.model, row.corpus, lever, str(row.k or "-"), str(row.n), _fmt(row.median),
+                     _fmt(row.mad), j.interval_words() if j else "-", label])  # fmt: skip
     print_table(
         console, "repeats: output tok/s in the window (VALID cells)", REPEAT_COLUMNS, rows, ["MAD", "median"]
     )

@@ -21,9 +21,17 @@ analysis.decision (the same rule as the study's Table 1 and best K):
                   and the noise terms the interval carries
   gain          = judgement ratio - 1
   keep          iff the judgement is a 'real gain' (interval wholly above 1 + band)
+                  and, given the cells (`cells`), the candidate is not a dynamic-K lever whose
+                  every recorded step used one K ('fixed K in effect': refused, not kept as what
+                  it is: that fixed K is the K sweep's configuration, judged there)
                   and the candidate's latest verdict for this model is 'pass' on every
                   corpus at its K there (analysis/gate.py; none or no_reference is no pass)
                   and, for MoE models, no corpus is a 'real loss'
+
+Given the cells behind the medians (`cells`), a decision's reason also names what else the
+candidate's engines ran with unlike the incumbent's, beyond what the lever changes by design
+(analysis/effective.py: 'also differs: model runner V2 vs V1'), so a gain that holds another
+change says so.
 
 The K sweep first chooses a K by the study's best-K rule (analysis/best_k.py:
 analysis.decision.choose_smallest with k_bands): the smallest K over which the
@@ -55,6 +63,7 @@ from analysis.decision import (
     judge,
 )
 from analysis.drift import band_by_lag
+from analysis.effective import also_differs, fixed_k, fixed_k_words
 from analysis.gate import gate_problems, latest_verdicts
 from analysis.stats import geometric_mean
 
@@ -117,6 +126,8 @@ class Decision:
     ci_hi: float = math.nan
     n_repeats: str = ""
     label: str = ""
+    # What else the candidate's engines ran with unlike the incumbent's (analysis/effective.py).
+    also_differs: str = ""
 
 
 # The last medians table indexed by (corpus, lever, K), and the last verdict table's latest verdicts
@@ -231,6 +242,21 @@ def gate_words(latest: dict[tuple[str, str, object, str], str], model: str, conf
     return ", ".join(f"{c} {v}" for c, v in found if v is not None) or "no verdict"
 
 
+def config_cells(
+    cells: pd.DataFrame | None, model: str, config: LeverConfig, final_corpus: str
+) -> list[dict]:
+    """The VALID cells of `config` for `model` that its score is made of (each corpus at its K)."""
+    if cells is None or cells.empty or not {"lever", "corpus", "k"} <= set(cells.columns):
+        return []
+    ks = {c: config.k(c) for c in _corpora(config, final_corpus)}
+    rows = cells[(cells["lever"] == config.lever) & cells["corpus"].isin(set(ks))]
+    if "model" in rows:
+        rows = rows[rows["model"] == model]
+    if "valid" in rows:
+        rows = rows[rows["valid"].fillna(False).astype(bool)]
+    return [r for r in rows.to_dict("records") if r["k"] == ks[r["corpus"]]]
+
+
 def decide_change(
     stage: str,
     incumbent: LeverConfig,
@@ -242,8 +268,35 @@ def decide_change(
     final_corpus: str,
     moe: bool,
     model: str,
+    cells: pd.DataFrame | None = None,
 ) -> Decision:
-    """Keep `candidate` over `incumbent` or not (module doc), with the figures that decided it."""
+    """Keep `candidate` over `incumbent` or not (module doc), with the figures that decided it.
+
+    cells: the measured cells behind `medians` (analysis.load.measured_cells), for what their
+    engines ran with; None: not read (no 'also differs', no fixed-K check)."""
+    mine = config_cells(cells, model, candidate, final_corpus)
+    decision = _decide(stage, incumbent, candidate, medians, drift, verdicts, rules, final_corpus, moe, model,
+                       mine)  # fmt: skip
+    decision.also_differs = also_differs(mine, config_cells(cells, model, incumbent, final_corpus))
+    if decision.also_differs:
+        decision.reason += f"; {decision.also_differs}"
+    return decision
+
+
+def _decide(
+    stage: str,
+    incumbent: LeverConfig,
+    candidate: LeverConfig,
+    medians: pd.DataFrame,
+    drift: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    rules: TuneRules,
+    final_corpus: str,
+    moe: bool,
+    model: str,
+    mine: list[dict],
+) -> Decision:
+    """decide_change's rule over the figures; `mine`: the candidate's cells (the fixed-K check)."""
     new_repeats, new_sessions = score_repeats(medians, candidate, final_corpus)
     old_repeats, old_sessions = score_repeats(medians, incumbent, final_corpus)
     new = geometric_mean(v for _, _, v in new_repeats)
@@ -266,6 +319,12 @@ def decide_change(
         a, b = _row(medians, candidate, corpus), _row(medians, incumbent, corpus)
         if a is not None and b is not None:
             decision.per_corpus[corpus] = judge(a["repeats"], b["repeats"], band).ratio - 1
+    if (fixed := fixed_k(mine)) is not None:
+        decision.reason = (
+            f"{fixed_k_words(fixed)} of its cells (dynk_steps_by_k_json): not dynamic K, so not kept as it; "
+            f"the K={fixed} it ran is a fixed-K configuration, judged by the K sweep"
+        )
+        return decision
     if rules.require_equivalence and (failed := failed_gates(verdicts, model, candidate, latest=True)):
         decision.reason = "output-equivalence gate failed (" + "; ".join(failed) + ")"
         return decision

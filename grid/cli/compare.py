@@ -16,6 +16,7 @@ from rich.console import Console
 from analysis.drift import session_drift
 from analysis.load import anchor_runs, measured_cells
 from analysis.medians import lever_medians
+from analysis.repeats import valid_only
 from analysis.side_by_side import Side, side_by_side
 from grid.config.compose import check_run_mode, compose_config, pop_format
 from store.read import connect
@@ -69,7 +70,8 @@ def load_side(root: object, session: str | None, name: str) -> Side:
     medians, _ = lever_medians(measured)
     sessions = set(measured["session_id"])
     drift, _ = session_drift(anchor_runs(con, sessions))
-    return Side(name, medians, drift)
+    valid, _ = valid_only(measured)
+    return Side(name, medians, drift, valid)
 
 
 def k_text(k: object) -> str:
@@ -116,7 +118,7 @@ def compare_command(overrides: list[str], console: Console | None = None) -> int
         rows = [
             [str(r["model"]), str(r["corpus"]), str(r["lever"]), k_text(r["k"]),
              str(r["n_a"]), f"{r['tok_per_s_a']:,.1f}", str(r["n_b"]), f"{r['tok_per_s_b']:,.1f}",
-             f"{r['ratio']:.3f}", str(r["verdict"])]
+             f"{r['ratio']:.3f}", str(r["verdict"]) + (f"; {r['also_differs']}" if r["also_differs"] else "")]
             for r in table.to_dict("records")
         ]  # fmt: skip
         if rows:
