@@ -242,6 +242,10 @@ class SimulatedSessions:
         self.keys |= keys
         return keys
 
+    def cells(self, keys: set[str] | None = None) -> None:
+        """Drawn cells record no engine configuration: nothing else differs, no dynamic K to check."""
+        return None
+
     def evidence(self, keys: set[str] | None = None) -> tuple:
         """What Tune.evidence reads from a store: medians per (corpus, lever, K) with their
         per-repeat values, each session's anchor drift, the verdicts. Built straight from the drawn

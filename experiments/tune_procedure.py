@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
 import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
@@ -199,6 +200,11 @@ class Tune:
         drift, _ = session_drift(anchor_runs(con, set(measured["session_id"])))
         return medians, drift, equivalence_table(con)
 
+    def cells(self, keys: set[str] | None = None) -> pd.DataFrame | None:
+        """The measured cells evidence() reads, with what their engines ran with (the engine_* columns):
+        decide_change names what else differed and refuses a dynamic K whose K never moved."""
+        return measured_cells(connect(self.store), keys if keys is not None else self.keys)
+
     @property
     def catalog(self) -> Catalog:
         """Where the stages' models, levers and corpora come from (user folders and given specs too)."""
@@ -219,7 +225,8 @@ class Tune:
         stage's own, paired) or, with None, on every stage's so far."""
         medians, drift, verdicts = self.evidence(keys)
         decision = decide_change(stage, incumbent, candidate, medians, drift, verdicts, self.cfg.rules,
-                                 self.cfg.final_corpus, self.model.moe, self.model.name)  # fmt: skip
+                                 self.cfg.final_corpus, self.model.moe, self.model.name,
+                                 self.cells(keys))  # fmt: skip
         self.record(decision)
         return candidate if decision.decision == KEEP else incumbent
 
@@ -310,7 +317,7 @@ def confirm(t: Tune, final: LeverConfig) -> Decision | None:
         keys |= t.stage(name, {"van": [], final.lever: [k] if k else []}, *overrides, seed=t.cfg.confirm_seed)
     medians, drift, verdicts = t.evidence(keys)
     decision = decide_change("confirm", t.uniform("van", 0), final, medians, drift, verdicts, t.cfg.rules,
-                             t.cfg.final_corpus, t.model.moe, t.model.name)  # fmt: skip
+                             t.cfg.final_corpus, t.model.moe, t.model.name, t.cells(keys))  # fmt: skip
     decision.decision = "confirmed" if decision.decision == KEEP else "not confirmed"
     t.record(decision)
     return decision
