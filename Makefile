@@ -29,6 +29,7 @@ assets: $(ASSETS) ## Convert SmolLM2 and build the corpora at the CPU demo's and
 	@$(PY) -m assets experiment=final
 
 demo: assets ## Run the smoke experiment (tiny x 2 corpora x {van, suffix}) and print the table
+	@# Exit 1: a cell is left INVALID or failed; the run's last line ("what now: ...") says what to do.
 	$(PY) -m grid run experiment=smoke $(ARGS)
 
 summary: setup ## Print the summary table of ./results

@@ -42,6 +42,8 @@ class Attempt:
     files: tuple[FileEntry, ...] | None = None
     # The cell's label (`tiny/suffix-k8/code_complete/r0`); None in manifests written before it was.
     label: str | None = None
+    # Why the gates found an ok attempt INVALID; None if VALID or in manifests written before it was.
+    invalid_reasons: str | None = None
 
     def damage(self, checksums: bool = True) -> Damage | None:
         """None if every file of this (ok) attempt is whole; else the first damaged one."""
@@ -69,6 +71,7 @@ def attempts(root: StoreRoot, unread: list[Unreadable] | None = None) -> tuple[l
                     data.get("valid"),
                     parse_files(data.get("files")),
                     data.get("label"),
+                    data.get("invalid_reasons"),
                 )
             )
         except (OSError, ValueError, KeyError) as exc:
@@ -102,6 +105,18 @@ def measured_valid(attempt: Attempt) -> bool:
     except (OSError, ValueError, KeyError):
         return True  # no verdict recorded: treat as measured, as before
     return bool(column and column[0])
+
+
+def measured_reasons(attempt: Attempt) -> str | None:
+    """Why an ok attempt was INVALID (older manifests: its summary's `invalid_reasons`)."""
+    if attempt.invalid_reasons is not None:
+        return attempt.invalid_reasons
+    try:
+        table = read_parquet(attempt.folder / SUMMARY, columns=["invalid_reasons"])
+        column = table.column("invalid_reasons").to_pylist()
+    except (OSError, ValueError, KeyError):
+        return None
+    return str(column[0]) if column and column[0] else None
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,8 @@ def write_ok_attempt(
             "status": "ok",
             # The validity gates' verdict, so resume can tell INVALID cells without opening Parquet.
             "valid": summary.get("valid"),
+            # And why not, so status can say it without opening Parquet.
+            "invalid_reasons": summary.get("invalid_reasons"),
             "schema_version": SCHEMA_VERSION,
             "files": files,
             "written_at": utc_now(),

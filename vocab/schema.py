@@ -598,6 +598,10 @@ class RunConfig:
     # structural reason (a corpus too small to fill the steady window: chat_bench on the H200, 2026-12-01)
     # stays INVALID however often it runs. After that it is kept, and named.
     invalid_reruns: int = ranged(1, lo=0)
+    # Within one run, a cell INVALID only because the host was busy (its engine starved of cores,
+    # the client's event loop lagging: workers/signals/gates.py HOST_GATES) is measured again at once
+    # on a fresh engine, at most this many times, before it is left INVALID; 0: never.
+    host_invalid_reruns: int = ranged(1, lo=0)
     # Room the store must have before each engine start (store/space.py); a store
     # with less, or one that cannot be written, stops the run before the engine starts.
     min_store_free_mb: int = ranged(256, lo=0, why="0 checks only that the store can be written")

@@ -65,3 +65,6 @@ class CellOutcome:
     # a timeout): False where a retry meets the same failure (a changed corpus, a bad config,
     # requests the server refuses), which the driver then does not retry (workers/attempts.py).
     retryable: bool = True
+    # INVALID only for the host's sake (workers/signals/gates.py host_bound): the driver measures it
+    # again at once, up to run.host_invalid_reruns.
+    host_bound: bool = False

@@ -33,6 +33,7 @@ from workers.launch import (
     ready_for_cell,
 )
 from workers.load.prompts import CorpusChanged, check_planned_file, corpus_file
+from workers.signals.gates import host_bound
 from workers.summary import summary_row
 
 # What the driver, the tests and the benchmarks take from here; each lives in one of the parts.
@@ -148,4 +149,5 @@ def run_and_store(
     except Exception as exc:
         return failed_cell(exc, engine, stage.name, layout, ctx, cell, attempt_id)
     return CellOutcome(cell.key, cell.label, attempt_id, "ok", None, row.output_tok_per_s, launch.ready_s,
-                       valid=row.valid, invalid_reasons=row.invalid_reasons)  # fmt: skip
+                       valid=row.valid, invalid_reasons=row.invalid_reasons,
+                       host_bound=host_bound(row.columns()))  # fmt: skip

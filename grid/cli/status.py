@@ -248,8 +248,11 @@ def invalid_words(ledger: Any, cells: list[Named], keep_invalid: bool, invalid_r
 
 
 def last_error(state: Any) -> str:
-    """The first line of a cell's last error, at most 120 characters ("" when none)."""
-    return (state.last_error or "").splitlines()[0][:120] if state and state.last_error else ""
+    """The first line of a cell's last error, at most 120 characters ("" when none); an INVALID
+    cell's reasons whole, up to 400, for each names its fix (workers/signals/gates.py)."""
+    if not state or not state.last_error:
+        return ""
+    return state.last_error.splitlines()[0][: 400 if state.status == INVALID else 120]
 
 
 def status_record(name: str | None, where: Scope, ledger: Any, root: Any, checksums: bool) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from store.fs import StoreRoot
-from store.read import Attempt, attempt_damages, attempts, measured_valid
+from store.read import Attempt, attempt_damages, attempts, measured_reasons, measured_valid
 from store.verify import Damage
 from vocab.cells import Cell
 
@@ -111,7 +111,8 @@ class CellState:
     cell_key: str
     status: str = PENDING
     attempts: int = 0
-    # Ok attempts measured INVALID (run.invalid_reruns caps how often resume repeats them).
+    # Runs (sessions) with an ok attempt measured INVALID (run.invalid_reruns caps how often resume
+    # repeats them); a run's own reruns of a cell INVALID for the host's sake count once.
     invalid_runs: int = 0
     last_error: str | None = None
     sessions: list[str] = field(default_factory=list)
@@ -157,6 +158,7 @@ def build_ledger(root: StoreRoot, checksums: bool = True) -> Ledger:
     damage_of = attempt_damages(found, checksums)
     for key, cell_attempts in by_cell.items():
         state = CellState(key, attempts=len(cell_attempts))
+        invalid_in: set[str] = set()  # the sessions that measured it INVALID
         for attempt in sorted(cell_attempts, key=lambda a: (a.written_at, a.attempt_id)):
             state.sessions.append(attempt.session_id)
             state.label = attempt.label or state.label
@@ -176,9 +178,10 @@ def build_ledger(root: StoreRoot, checksums: bool = True) -> Ledger:
                 state.status = DONE
             elif now == INVALID:
                 if state.status != DONE:
-                    state.invalid_runs += 1
+                    invalid_in.add(attempt.session_id)
+                    state.invalid_runs = len(invalid_in)
                     state.status = INVALID
-                    state.last_error = "measured INVALID (a validity gate failed; see invalid_reasons)"
+                    state.last_error = f"INVALID: {measured_reasons(attempt) or 'a validity gate failed'}"
             elif state.status not in MEASURED:
                 state.status, state.last_error = now, attempt.error
         states[key] = state

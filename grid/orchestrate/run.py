@@ -56,6 +56,7 @@ from vocab.groups import EngineGroup
 from vocab.paths import data_path, project_path, store_path
 from vocab.schema import Config
 from workers.runner import CellOutcome, RunContext
+from workers.signals.gates import BUSY_FIX
 
 # run()s in progress in this process. Sequential looks and the held-out confirmation are runs inside a
 # run: only the outermost leaves the Ray cluster it started, so they all share one.
@@ -294,9 +295,29 @@ def conclude(
     if stop:
         console.print(f"[red]stopped[/]: {stop.reason}")
     code = exit_code(stop, counts, config.run.keep_invalid)
+    if code == 1 and invalid and not stop and not config.run.keep_invalid:
+        console.print(next_step_line(invalid, config.run.host_invalid_reruns), soft_wrap=True)
     if code == 0 and not stop and then is not None:
         code = then()
     return code
+
+
+def next_step_line(invalid: list[CellOutcome], host_reruns: int) -> str:
+    """The run's last line when cells are left INVALID: why it exits 1 and what to do next."""
+    cells = f"{len(invalid)} cell{'s' if len(invalid) != 1 else ''} left INVALID"
+    if all(o.host_bound for o in invalid):
+        again = f" (measured again {host_reruns} time{'s' if host_reruns != 1 else ''} in this run)"
+        return (
+            f"what now: {cells}, so the exit code is 1 (not done); the machine was busy while they were "
+            f"measured{again if host_reruns else ''}: run the same command again when it is quiet (it "
+            "measures only what is not done), give the engine cores of its own, or keep them as measured "
+            "with run.keep_invalid=true (exit 0)"
+        )
+    return (
+        f"what now: {cells}, so the exit code is 1 (not done): apply the fix each INVALID line names, then "
+        "run the same command again (it measures only what is not done), or keep them as measured with "
+        "run.keep_invalid=true (exit 0)"
+    )
 
 
 def distinct_prompts(found: Inspection) -> dict[str, int]:
@@ -443,6 +464,22 @@ def cell_line(outcome: CellOutcome, counts: dict[str, int], total: int) -> str:
     return f"run {counts[DONE] + counts[INVALID]}/{total} {outcome.label}: {outcome_words(outcome)}" + ready
 
 
+def busy_again_line(outcome: CellOutcome, busy: dict[str, int], most: int) -> str | None:
+    """The log's word that a cell INVALID only because the host was busy is measured again at once
+    (grid/orchestrate/schedule.py host_again, by the same count); None for any other outcome."""
+    if outcome.status != "ok" or outcome.valid is not False or not outcome.host_bound:
+        return None
+    busy[outcome.cell_key] = busy.get(outcome.cell_key, 0) + 1
+    if busy[outcome.cell_key] > most:
+        return None
+    return (
+        f"[yellow]measuring again[/] {outcome.label}: INVALID because the host was busy "
+        f"({(outcome.invalid_reasons or 'a host gate').replace(': ' + BUSY_FIX, '')}); "
+        f"measured again at once on a fresh engine (rerun {busy[outcome.cell_key]} of "
+        f"run.host_invalid_reruns={most})"
+    )
+
+
 def exit_code(stop: Stop, counts: dict[str, int], keep_invalid: bool = False) -> int:
     """130 after Ctrl-C, 143 after SIGTERM (the shell's 128 + signal); 1 if cells are left undone:
     failed, interrupted, pending, or measured INVALID (not done: resume measures them again) unless
@@ -490,6 +527,7 @@ def launch(
     outcomes: list[CellOutcome] = []
     started_s = time.monotonic()
     shown: dict[str, object] = {"latest": None, "now": [], "planned_s": 0.0}
+    busy: dict[str, int] = {}  # cell key -> times measured INVALID for the host's sake (busy_again_line)
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("runs", total=total)
 
@@ -503,6 +541,8 @@ def launch(
 
         def report(outcome: CellOutcome) -> None:
             last[outcome.cell_key] = outcome
+            if (again := busy_again_line(outcome, busy, config.run.host_invalid_reruns)) is not None:
+                progress.console.print(again, soft_wrap=True)
             counts = cell_counts(last, total)
             shown["latest"] = outcome
             redraw()
@@ -534,8 +574,9 @@ def launch(
         with stop_on_signals(stop, progress.console), leases.renewing() if leases else nullcontext():
             try:
                 outcomes = run_phases(
-                    phases, ctx, config.ray, config.run.max_attempts, report, stop, leases, on_tick=tick
-                )
+                    phases, ctx, config.ray, config.run.max_attempts, report, stop, leases, on_tick=tick,
+                    host_reruns=config.run.host_invalid_reruns,
+                )  # fmt: skip
             except Stopped as exc:
                 outcomes = exc.outcomes
             finally:

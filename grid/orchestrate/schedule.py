@@ -7,7 +7,9 @@ first, a bounded number are in flight, completions are taken with ray.wait.
 Retries are the driver's: Ray never restarts an actor or retries a task, and
 failed cells go back on the queue as a smaller group, up to max_attempts; only
 those whose failure another attempt could get past (CellOutcome.retryable: not a
-changed corpus, a bad config, refused requests, a group no node can hold).
+changed corpus, a bad config, refused requests, a group no node can hold). A cell
+measured INVALID only because the host was busy goes back too, up to
+run.host_invalid_reruns times (host_again).
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class Launch:
     actor: Any = None
     pg: Any = None
     started_s: float = 0.0  # epoch s, to tell this launch's manifests from earlier ones
+    # Cell key -> times it was measured again because the host was busy (host_again).
+    busy_reruns: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def task_error(exc: RayError) -> str:
@@ -238,6 +242,7 @@ def run_phases(
     stop: Stop | None = None,
     leases: CellLeases | None = None,
     on_tick: Callable[[], None] = lambda: None,
+    host_reruns: int = 0,
 ) -> list[CellOutcome]:
     """Run the phases one after another (a phase starts when the previous one has settled).
 
@@ -248,7 +253,8 @@ def run_phases(
     With `leases` (grid/orchestrate/lease.py) a group starts with only the cells this driver
     holds a lease on (other drivers measure the rest); its leases go when it settles.
     `on_tick` is called after every wait for results (every WAIT_S at most), e.g. to read
-    what each engine is doing (store/phases.py).
+    what each engine is doing (store/phases.py). A cell INVALID only because the host was busy is
+    measured again on a fresh engine, `host_reruns` times at most (retry, host_again).
     """
     init_ray(ray_cfg)
     worker_cls = ray.remote(EngineWorker)
@@ -256,8 +262,9 @@ def run_phases(
     outcomes: list[CellOutcome] = []
     for groups in phases:
         outcomes += _run_phase(
-            groups, ctx, ray_cfg, max_attempts, on_outcome, worker_cls, stop, outcomes, leases, on_tick
-        )
+            groups, ctx, ray_cfg, max_attempts, on_outcome, worker_cls, stop, outcomes, leases, on_tick,
+            host_reruns,
+        )  # fmt: skip
     return outcomes
 
 
@@ -272,6 +279,7 @@ def _run_phase(
     earlier: list[CellOutcome],
     leases: CellLeases | None = None,
     on_tick: Callable[[], None] = lambda: None,
+    host_reruns: int = 0,
 ) -> list[CellOutcome]:
     queue = deque(Launch(g, 1) for g in sorted(groups, key=lambda g: -g.gpus))
     in_flight: dict[Any, Launch] = {}
@@ -286,7 +294,7 @@ def _run_phase(
         outcomes.extend(results)
         if not stop and (fatal := next((o for o in results if o.stops_run), None)):
             stop.reason = fatal.error
-        if (again := retry(launch, results, max_attempts)) is not None:
+        if (again := retry(launch, results, max_attempts, host_reruns)) is not None:
             queue.append(again)
 
     def stop_now() -> Stopped:
@@ -324,14 +332,35 @@ def _run_phase(
     return outcomes
 
 
-def retry(launch: Launch, results: list[CellOutcome], max_attempts: int) -> Launch | None:
+def retry(
+    launch: Launch, results: list[CellOutcome], max_attempts: int, host_reruns: int = 0
+) -> Launch | None:
     """The launch's next attempt: its cells that failed in a way another attempt could get past
-    (CellOutcome.retryable), while attempts are left; None when there is nothing to retry."""
+    (CellOutcome.retryable), while attempts are left, and those INVALID only because the host was
+    busy (host_again), while `host_reruns` (run.host_invalid_reruns) are left; None when there is
+    nothing to run again."""
     failed = {o.cell_key for o in results if o.status != "ok" and o.retryable}
-    if not failed or launch.attempt >= max_attempts:
+    failed = failed if launch.attempt < max_attempts else set()
+    busy = host_again(results, launch.busy_reruns, host_reruns)
+    if not failed and not busy:
         return None
-    cells = tuple(c for c in launch.group.cells if c.key in failed)
-    return Launch(dataclasses.replace(launch.group, cells=cells), launch.attempt + 1)
+    cells = tuple(c for c in launch.group.cells if c.key in failed | busy)
+    reruns = {c.key: launch.busy_reruns.get(c.key, 0) + (c.key in busy) for c in cells}
+    return Launch(
+        dataclasses.replace(launch.group, cells=cells), launch.attempt + bool(failed), busy_reruns=reruns
+    )
+
+
+def host_again(results: list[CellOutcome], done: dict[str, int], most: int) -> set[str]:
+    """Cells measured INVALID only for the host's sake (CellOutcome.host_bound: engine starved of
+    cores, event-loop lag) that are measured again on a fresh engine: those measured again so for
+    fewer than `most` times (`done`, by cell key). A busy machine's INVALID may pass when measured
+    again; a structural one (a window its corpus cannot fill) would not, and is not."""
+    return {
+        o.cell_key
+        for o in results
+        if o.status == "ok" and o.valid is False and o.host_bound and done.get(o.cell_key, 0) < most
+    }
 
 
 def within(seconds: float, work: Callable[[], None]) -> bool:

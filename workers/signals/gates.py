@@ -71,6 +71,86 @@ def stall_words(inputs: GateInputs, gates: GateConfig) -> str:
     )
 
 
+# Gates whose failure is the host's, not the cell's: something else ran on the machine while it was
+# measured. `grid run` measures such a cell again at once (run.host_invalid_reruns).
+HOST_GATES = ("gate_engine_not_starved", "gate_loop_lag")
+# What to do when a host gate fails: the machine, not the cell.
+BUSY_FIX = (
+    "the machine was busy: rerun when it is quiet (resume measures only what is not done), "
+    "give the engine cores of its own (load.pin_cpus=auto on >= 4 cores, ray.cpus_per_engine) "
+    "or keep the cell as measured with run.keep_invalid=true"
+)
+
+
+def window_fix(inputs: GateInputs, gates: GateConfig) -> str:
+    """More prompts or longer outputs, and about how many times more would fill the window."""
+    if not inputs.window_s:
+        return (
+            f"no steady window: measure more prompts than load.concurrency ({inputs.concurrency}) "
+            "(++grid.num_prompts.<corpus>=N) or lower the concurrency"
+        )
+    times = gates.min_window_s / inputs.window_s
+    return (
+        f"about {times:.1f}x the measured prompts (++grid.num_prompts.<corpus>=N) or outputs {times:.1f}x "
+        "as long (load.max_tokens, where answers reach it) would fill it (grid run prints the override)"
+    )
+
+
+def fix_of(name: str, inputs: GateInputs, gates: GateConfig) -> str:
+    """What to do when gate `name` fails, in words (after the reason in invalid_reasons)."""
+    more = max(gates.min_requests - inputs.requests_in_window, 1)
+    fixes = {
+        "gate_window": window_fix(inputs, gates),
+        "gate_requests": f"measure at least {more} more prompts (++grid.num_prompts.<corpus>=N) "
+        "or lower gates.min_requests",
+        "gate_no_errors": "the failed requests' error_type and error_message are in the cell's requests "
+        "(grid summary, the notebook), the engine's in its log: fix the cause, then resume",
+        "gate_concurrency_held": "the engine did not run every request at once: give it more KV cache "
+        "(engine.gpu_memory_utilization, a shorter engine.max_model_len) or lower load.concurrency",
+        "gate_client_cpu": "the client is the bottleneck: give it a core of its own (load.pin_cpus=auto) "
+        "or lower load.concurrency",
+        "gate_loop_lag": BUSY_FIX,
+        "gate_tokens_reconciled": "another client may share the engine, or its counters were not scraped: "
+        "check the engine log and that nothing else sends to it, then resume",
+        "gate_stream_tokens": "keep load.token_ids=true, on an engine that returns them (return_token_ids)",
+        "gate_engine_not_starved": BUSY_FIX,
+        "gate_no_stall": "",  # stall_words names it
+    }
+    return fixes[name]
+
+
+def words_of(name: str, inputs: GateInputs, held: float, mismatch: float | None, gates: GateConfig) -> str:
+    """Why gate `name` failed, with its figure and its limit."""
+    if name == "gate_no_stall":
+        return stall_words(inputs, gates)
+    if name == "gate_concurrency_held":
+        return concurrency_words(inputs, held, gates)
+    if name == "gate_tokens_reconciled":
+        return (
+            "server reported no tokens"
+            if mismatch is None
+            else f"streamed/server tokens differ by {mismatch:.2%}"
+        )
+    return {
+        "gate_window": f"window {inputs.window_s or 0:.1f} s < {gates.min_window_s} s",
+        "gate_requests": f"{inputs.requests_in_window} requests in window < {gates.min_requests}",
+        "gate_no_errors": f"{inputs.errors} errors",
+        "gate_client_cpu": f"client CPU {inputs.client_cpu_share:.0%} > {gates.max_client_cpu_share:.0%}",
+        "gate_loop_lag": f"event-loop lag p99 {inputs.loop_lag_p99_ms:.1f} ms > {gates.max_loop_lag_ms} ms",
+        "gate_stream_tokens": f"{inputs.stream_usage_mismatches} requests' streamed token ids do not add up "
+        f"to their usage, {inputs.requests_without_token_ids} reported no token ids",
+        "gate_engine_not_starved": f"engine host threads starved: EngineCore waited for a core "
+        f"{inputs.engine_wait_share or 0:.0%} of its runnable time > {gates.max_engine_wait_share:.0%}",
+    }[name]
+
+
+def host_bound(columns: dict[str, object]) -> bool:
+    """Whether a cell's gate columns failed only for the host's sake (HOST_GATES): measuring it
+    again on a quieter machine could pass, unlike a window too short for its corpus."""
+    failed = {name for name, ok in columns.items() if name.startswith("gate_") and ok is False}
+    return bool(failed) and failed <= set(HOST_GATES)
+
+
 def evaluate(inputs: GateInputs, gates: GateConfig) -> dict[str, object]:
     """Gate columns (gate_* booleans), `valid`, and `invalid_reasons` in words.
 
@@ -101,21 +181,12 @@ def evaluate(inputs: GateInputs, gates: GateConfig) -> dict[str, object]:
         or inputs.stall_limit_s is None
         or inputs.stall_s <= inputs.stall_limit_s,
     }
+    # Each reason, then what to do about it (the stall's words name their own fix).
     words = {
-        "gate_window": f"window {inputs.window_s or 0:.1f} s < {gates.min_window_s} s",
-        "gate_requests": f"{inputs.requests_in_window} requests in window < {gates.min_requests}",
-        "gate_no_errors": f"{inputs.errors} errors",
-        "gate_concurrency_held": concurrency_words(inputs, held, gates),
-        "gate_client_cpu": f"client CPU {inputs.client_cpu_share:.0%} > {gates.max_client_cpu_share:.0%}",
-        "gate_loop_lag": f"event-loop lag p99 {inputs.loop_lag_p99_ms:.1f} ms > {gates.max_loop_lag_ms} ms",
-        "gate_tokens_reconciled": "server reported no tokens"
-        if mismatch is None
-        else f"streamed/server tokens differ by {mismatch:.2%}",
-        "gate_stream_tokens": f"{inputs.stream_usage_mismatches} requests' streamed token ids do not add up "
-        f"to their usage, {inputs.requests_without_token_ids} reported no token ids",
-        "gate_engine_not_starved": f"engine host threads starved: EngineCore waited for a core "
-        f"{inputs.engine_wait_share or 0:.0%} of its runnable time > {gates.max_engine_wait_share:.0%}",
-        "gate_no_stall": stall_words(inputs, gates),
+        name: ": ".join(
+            filter(None, (words_of(name, inputs, held, mismatch, gates), fix_of(name, inputs, gates)))
+        )
+        for name in checks
     }
     failed = [words[name] for name, ok in checks.items() if not ok]
     return {

@@ -77,7 +77,10 @@ def test_an_invalid_cell_is_rerun_at_most_invalid_reruns_times_then_kept_and_nam
     write_ok_attempt(layout, tags(cell.key, "a1"), records(3), {"valid": False})
     ledger = build_ledger(tmp_path)
     assert select([cell], ledger, "resume", [], invalid_reruns=1) == [cell]  # one rerun left
-    write_ok_attempt(layout, tags(cell.key, "a2"), records(3), {"valid": False})
+    # A run's own reruns of a cell INVALID for the host's sake (run.host_invalid_reruns) count once.
+    write_ok_attempt(layout, tags(cell.key, "a1b"), records(3), {"valid": False})
+    assert build_ledger(tmp_path).invalid_runs(cell.key) == 1
+    write_ok_attempt(layout, {**tags(cell.key, "a2"), "session_id": "s2"}, records(3), {"valid": False})
     ledger = build_ledger(tmp_path)
     assert ledger.invalid_runs(cell.key) == 2
     todo = select([cell, other], ledger, "resume", [], invalid_reruns=1)
