@@ -467,7 +467,7 @@ def target_lines(rows: Sequence[Row]) -> list[str]:
 
 
 def header(repeats: int, draws: int, power_draws: int, seed: int) -> str:
-    """The table's first line, which the README quotes (a test holds the two equal)."""
+    """The table's first line, which docs/tune.md quotes (a test holds the two equal)."""
     return (
         "The whole tune (experiments.tune: suffix, kpad, best K over [4, 6, 8, 12], dynk, confirmation;"
         f" deploy only what the confirmation confirms), n repeats per stage ({repeats} unless the row"

@@ -176,7 +176,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def header(repeats: int, draws: int, seed: int) -> str:
-    """The table's first line, which the README quotes (a test holds the two equal)."""
+    """The table's first line, which docs/decisions.md quotes (a test holds the two equal)."""
     return (
         f"The study path (analysis.final's choice, then grid confirm judged by analysis.confirmation), "
         f"one model on the mix corpus, {repeats} repeats, {draws:,} simulated studies per row, "

@@ -258,7 +258,7 @@ K and the confirmation (no W4A4 without a quantised variant): some 3 hours on th
 `python -m grid plan` prices one stage's grid on a GPU cluster.
 
 keys (conf/tune/tune.yaml, schema TuneConfig in experiments/tune_procedure.py): {keys}
-README.md, section 'Tuning a model: `python -m experiments.tune`'."""
+docs/tune.md, section 'Tuning a model: `python -m experiments.tune`'."""
 
 
 def main(argv: list[str]) -> int:

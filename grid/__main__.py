@@ -1,6 +1,6 @@
 """Command line: `python -m grid <command> [key=value ...]`; `python -m grid <command> --help`.
 
-The commands, what each takes beyond the config's Hydra overrides, and the README section that
+The commands, what each takes beyond the config's Hydra overrides, and the docs/ section that
 explains it are in COMMANDS: `--help` (alone or after a command) prints them from there.
 """
 
@@ -22,11 +22,20 @@ class Command:
     summary: str
     # (example arguments, what they do), the common ones first
     examples: tuple[tuple[str, str], ...]
-    readme: str  # the README.md section that explains it
+    readme: str  # the docs/ section that explains it (DOC_PAGES: on which page)
     flags: tuple[str, ...] = ()  # the command's own --options
     # The config sections it reads: `--help` lists each one's keys from the schema (vocab/schema.py).
     sections: tuple[str, ...] = ("paths",)
 
+
+# The page each command's section is on (moved from the README by issue 47; docs/README.md indexes them).
+DOC_PAGES = {
+    "Running a grid": "docs/running.md",
+    "The store": "docs/store-files.md",
+    "Corpora and your own traces": "docs/own-traffic.md",
+    "Decisions and their error rates": "docs/decisions.md",
+    "Analysis, report, notebooks": "docs/analysis.md",
+}
 
 COMMANDS = {
     "run": Command(
@@ -155,12 +164,12 @@ def usage() -> str:
             c.summary, 100, initial_indent=f"  {name:<{width}}  ", subsequent_indent=indent
         )
     lines += ["", COMMON, config_keys()]
-    lines += [f"`{PY} <command> --help` for a command's usage; README.md explains each one."]
+    lines += [f"`{PY} <command> --help` for a command's usage; docs/README.md indexes the pages on each one."]
     return "\n".join(lines)
 
 
 def command_usage(name: str) -> str:
-    """`python -m grid <command> --help`: what it does, its common arguments, its README section."""
+    """`python -m grid <command> --help`: what it does, its common arguments, its docs/ section."""
     command = COMMANDS[name]
     flags = "".join(f" [{flag}]" for flag in command.flags)
     lines = [f"usage: {PY} {name}{flags} [key=value ...]", "", *textwrap.wrap(command.summary, 100)]
@@ -169,7 +178,7 @@ def command_usage(name: str) -> str:
         lines += [f"  {PY} {name} {args}".rstrip(), f"      {what}"]
     lines += ["", COMMON, config_keys(), "", "keys it reads (section.key=value; all of them: docs/cli.md):"]
     lines += [line for section in command.sections for line in section_keys(section)]
-    lines += [f"README.md, section '{command.readme}'."]
+    lines += [f"{DOC_PAGES[command.readme]}, section '{command.readme}'."]
     return "\n".join(lines)
 
 
@@ -191,9 +200,9 @@ def summary(overrides: list[str]) -> int:
     return 0
 
 
-# Exit codes, one table (README "Exit codes"): 0 the command did what it says; 1 a run that stopped
-# (its store failed mid-run) or left cells failed, interrupted or pending; 2 nothing was launched: a bad
-# name, override, value or config file, or a store or file the command cannot use (unreachable,
+# Exit codes, one table (docs/own-traffic.md "Exit codes"): 0 the command did what it says; 1 a run that
+# stopped (its store failed mid-run) or left cells failed, interrupted or pending; 2 nothing was launched:
+# a bad name, override, value or config file, or a store or file the command cannot use (unreachable,
 # unwritable, full); 130 / 143 Ctrl-C / SIGTERM (128 + the signal); 141 the reader of stdout went away.
 EXIT_BAD_INPUT = 2
 

@@ -1,8 +1,9 @@
-"""The README's DuckDB snippet ("The store") runs against a store and reads what it says.
+"""The DuckDB snippet of docs/store-files.md ("The store", moved there from the README by issue 47)
+runs against a store and reads what it says.
 
 It failed with `NameError: Path`, and once fixed it mixed the drift anchors' runs (and the van
-replicates, and every attempt of a cell measured again) in with the cells (issue 31). The README's
-own block runs here, so a README edit that breaks it fails this test.
+replicates, and every attempt of a cell measured again) in with the cells (issue 31). The page's
+own block runs here, so an edit that breaks it fails this test.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from vocab.paths import project_path
 
 
 def readme_snippet() -> str:
-    """The README's python block that reads the store with DuckDB (`from store.read import connect`)."""
-    text = project_path("README.md").read_text()
+    """docs/store-files.md's python block that reads the store with DuckDB (`store.read.connect`)."""
+    text = project_path("docs/store-files.md").read_text()
     blocks = [
         b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "from store.read import connect" in b
     ]
-    assert len(blocks) == 1, "the README has one DuckDB snippet"
+    assert len(blocks) == 1, "docs/store-files.md has one DuckDB snippet"
     return blocks[0]
 
 
@@ -50,8 +51,8 @@ def run_snippet(snippet: str, cwd, monkeypatch):
     tree = ast.parse(snippet)
     *body, last = tree.body
     namespace: dict = {}
-    exec(compile(ast.Module(body, type_ignores=[]), "README.md", "exec"), namespace)
-    return eval(compile(ast.Expression(last.value), "README.md", "eval"), namespace)
+    exec(compile(ast.Module(body, type_ignores=[]), "docs/store-files.md", "exec"), namespace)
+    return eval(compile(ast.Expression(last.value), "docs/store-files.md", "eval"), namespace)
 
 
 def check(frame):

@@ -1,5 +1,6 @@
-"""The README's power tables are what `make power` prints: the Makefile's arguments give the very
-headers the README quotes (draws, seed, repeats), and the procedure table lists the rows the code runs."""
+"""The docs' power tables are what `make power` prints: the Makefile's arguments give the very
+headers the docs quote (draws, seed, repeats), and the procedure table lists the rows the code runs.
+They moved from the README (issue 47): the procedure's to docs/tune.md, the study's to docs/decisions.md."""
 
 import shlex
 from pathlib import Path
@@ -8,7 +9,8 @@ import experiments.procedure_power as pp
 import experiments.study_power as sp
 
 ROOT = Path(__file__).resolve().parents[3]
-README = (ROOT / "README.md").read_text()
+# The pages that quote `make power`'s tables, read as one text (each table is found by its header line).
+README = "\n\n".join((ROOT / "docs" / page).read_text() for page in ("tune.md", "decisions.md"))
 
 
 def make_power_args() -> dict[str, list[str]]:
@@ -24,9 +26,9 @@ def make_power_args() -> dict[str, list[str]]:
 
 
 def readme_block(first_line: str) -> list[str]:
-    """The README's table rows (lines starting with '|') after `first_line`, up to the next blank line
+    """The docs' table rows (lines starting with '|') after `first_line`, up to the next blank line
     after the table."""
-    assert first_line in README, f"README lacks the line make power prints: {first_line!r}"
+    assert first_line in README, f"the docs lack the line make power prints: {first_line!r}"
     after = README.split(first_line, 1)[1].lstrip("\n").split("\n\n", 1)[0]
     return [line for line in after.splitlines() if line.startswith("| ")][1:]  # past the heading row
 

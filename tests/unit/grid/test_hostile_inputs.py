@@ -1,8 +1,8 @@
-"""Issue 28, item 6: the README's hostile-input table, measured, one row at a time.
+"""Issue 28, item 6: the hostile-input table (docs/own-traffic.md), measured, one row at a time.
 
 Every row runs the command line (`grid.__main__.main`, in-process) on a bad input and checks that the
 user sees one `error:` line (or the `left out:` line the row names), no traceback, and the exit code
-of the README's table (2: nothing was launched). `grid.orchestrate.schedule.init_ray` and
+of that table (2: nothing was launched). `grid.orchestrate.schedule.init_ray` and
 `grid.orchestrate.schedule.run_phases` fail the test if reached where the row is knowable before a
 launch, so no engine can start.
 """

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from analysis.summary import EXPORT_COLUMNS, latest_cells
-from grid.__main__ import COMMANDS, main
+from grid.__main__ import COMMANDS, DOC_PAGES, main
 from grid.cli.status import status
 from tests.unit.analysis.synthetic_store import build_store
 from tests.unit.grid.cli.test_status_integrity import damaged_store
@@ -24,21 +24,22 @@ def synthetic_store(tmp_path_factory):
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_every_command_has_a_help_that_names_its_readme_section(command, flag, capsys):
+def test_every_command_has_a_help_that_names_its_docs_section(command, flag, capsys):
     assert main([command, "experiment=smoke", flag]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: python -m grid {command}")
     section = COMMANDS[command].readme
-    assert f"README.md, section '{section}'" in out and "config keys" in out
+    page = DOC_PAGES[section]
+    assert f"{page}, section '{section}'" in out and "config keys" in out
     # The section exists and shows the command.
-    assert f"grid {command}" in readme_section(section), f"README section '{section}' never shows it"
+    assert f"grid {command}" in readme_section(section, page), f"{page} section '{section}' never shows it"
 
 
-def readme_section(heading: str) -> str:
-    """The README's text under `heading` (its subsections included), up to the next heading as high."""
-    text = project_path("README.md").read_text()
+def readme_section(heading: str, page: str = "README.md") -> str:
+    """`page`'s text under `heading` (its subsections included), up to the next heading as high."""
+    text = project_path(page).read_text()
     found = re.search(rf"^(#+) {re.escape(heading)}\s*$", text, re.M)
-    assert found, f"README.md has no heading '{heading}'"
+    assert found, f"{page} has no heading '{heading}'"
     rest = text[found.end() :]
     end = re.search(rf"^#{{1,{len(found.group(1))}}} ", rest, re.M)
     return rest[: end.start()] if end else rest
