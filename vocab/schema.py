@@ -600,7 +600,7 @@ class RunConfig:
     invalid_reruns: int = ranged(1, lo=0)
     # Within one run, a cell INVALID only because the host was busy (its engine starved of cores,
     # the client's event loop lagging: workers/signals/gates.py HOST_GATES) is measured again at once
-    # on a fresh engine, at most this many times, before it is left INVALID; 0: never.
+    # on a fresh engine, at most this many times, before it is left INVALID; 0 (or keep_invalid): never.
     host_invalid_reruns: int = ranged(1, lo=0)
     # Room the store must have before each engine start (store/space.py); a store
     # with less, or one that cannot be written, stops the run before the engine starts.

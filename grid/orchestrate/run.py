@@ -296,7 +296,7 @@ def conclude(
         console.print(f"[red]stopped[/]: {stop.reason}")
     code = exit_code(stop, counts, config.run.keep_invalid)
     if code == 1 and invalid and not stop and not config.run.keep_invalid:
-        console.print(next_step_line(invalid, config.run.host_invalid_reruns), soft_wrap=True)
+        console.print(next_step_line(invalid, host_reruns(config)), soft_wrap=True)
     if code == 0 and not stop and then is not None:
         code = then()
     return code
@@ -464,6 +464,12 @@ def cell_line(outcome: CellOutcome, counts: dict[str, int], total: int) -> str:
     return f"run {counts[DONE] + counts[INVALID]}/{total} {outcome.label}: {outcome_words(outcome)}" + ready
 
 
+def host_reruns(config: Config) -> int:
+    """How often a cell INVALID for the host's sake is measured again in this run: none where
+    run.keep_invalid keeps INVALID cells as measured."""
+    return 0 if config.run.keep_invalid else config.run.host_invalid_reruns
+
+
 def busy_again_line(outcome: CellOutcome, busy: dict[str, int], most: int) -> str | None:
     """The log's word that a cell INVALID only because the host was busy is measured again at once
     (grid/orchestrate/schedule.py host_again, by the same count); None for any other outcome."""
@@ -541,7 +547,7 @@ def launch(
 
         def report(outcome: CellOutcome) -> None:
             last[outcome.cell_key] = outcome
-            if (again := busy_again_line(outcome, busy, config.run.host_invalid_reruns)) is not None:
+            if (again := busy_again_line(outcome, busy, host_reruns(config))) is not None:
                 progress.console.print(again, soft_wrap=True)
             counts = cell_counts(last, total)
             shown["latest"] = outcome
@@ -575,7 +581,7 @@ def launch(
             try:
                 outcomes = run_phases(
                     phases, ctx, config.ray, config.run.max_attempts, report, stop, leases, on_tick=tick,
-                    host_reruns=config.run.host_invalid_reruns,
+                    host_reruns=host_reruns(config),
                 )  # fmt: skip
             except Stopped as exc:
                 outcomes = exc.outcomes
