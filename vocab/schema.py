@@ -451,8 +451,13 @@ class ClusterSpec:
 class PlanConfig:
     """`plan`'s cost model: engine start + prompts x output tokens / expected rate."""
 
-    # Seconds from launch to ready, per engine (H200 measured 90-250 s).
+    # Seconds from launch to ready, per engine, where neither the store nor engine_start_s_by_tp
+    # gives one (H200 measured 50-245 s: docs/benchmarks/2026-11-30-h200-validation.md).
     engine_start_s: float = ranged(180.0, lo=0)
+    # Seconds from launch to ready by tensor-parallel size (GPUs per engine), over engine_start_s:
+    # `+plan.engine_start_s_by_tp.8=300`. Empty by default; the GPU hosts' cluster files fill it
+    # from conf/plan/start_by_tp.yaml, which says which figures were measured and which assumed.
+    engine_start_s_by_tp: dict[int, float] = field(default_factory=dict, metadata=within(lo=0))
     # Mean output tokens per request as a fraction of max_tokens.
     output_fill: float = ranged(0.5, lo=0, hi=1, lo_open=True, why="a fraction of load.max_tokens")
     # Per-model override of ModelSpec.expected_tok_per_s: `+plan.rates.tiny=30`.
@@ -466,7 +471,12 @@ class PlanConfig:
     # figures above only. plan.rates still wins over a measured rate.
     from_store: bool = True
     # Seconds from launch to ready per model, measured in the store (filled by plan.from_store).
+    # The start's precedence (grid/plan/cost.py start_for): this > measured_start_s_by_tp >
+    # engine_start_s_by_tp > engine_start_s.
     measured_start_s: dict[str, float] = field(default_factory=dict, metadata=within(lo=0))
+    # Seconds from launch to ready per tensor-parallel size, the median of the store's VALID cells
+    # by their `gpus` (filled by plan.from_store); prices a model the store has not run yet.
+    measured_start_s_by_tp: dict[int, float] = field(default_factory=dict, metadata=within(lo=0))
     # Output tok/s per model, measured in the store's VALID cells (filled by plan.from_store).
     measured_rates: dict[str, float] = field(
         default_factory=dict, metadata=within(lo=0, lo_open=True, why="plan divides by it")

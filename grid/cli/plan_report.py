@@ -64,9 +64,7 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
                 "rate_tok_per_s": first.rate_tok_per_s,
                 "rate_source": first.rate_source,
                 "engine_start_s": first.start_s,
-                "start_source": "measured in the store"
-                if model in config.plan.measured_start_s
-                else "plan.engine_start_s",
+                "start_source": first.start_source,
             }
         )
     phases = [anchor_groups[:1], launch_order(groups, config.plan), anchor_groups[1:]]
@@ -314,7 +312,7 @@ def render_plan(summary: dict[str, Any], console: Console) -> None:
             str(b["cells"]),
             f"{b['gpu_hours']:,.1f}",
             f"{b['rate_tok_per_s']:,.0f}{mark}",
-            f"{b['engine_start_s']:,.0f}{marks.get(b['start_source'], '')}",
+            f"{b['engine_start_s']:,.0f}{' m' if b['start_source'].startswith('measured') else ''}",
         )
     console.print(table)
     console.print(

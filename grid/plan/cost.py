@@ -5,7 +5,9 @@ output tokens / expected rate) x GPUs, where output tokens per cell =
 (num_prompts + warmup_requests) x max_tokens x output_fill. The rate is
 plan.rates[model], else the rate measured in the store (plan.measured_rates), else the
 model's expected_tok_per_s, else plan.default_tok_per_s; each figure says which one it
-used. The engine start is the measured one (plan.measured_start_s), else plan.engine_start_s.
+used. The engine start is the model's measured one (plan.measured_start_s), else the one measured
+for its tensor-parallel size (plan.measured_start_s_by_tp), else the configured one for that size
+(plan.engine_start_s_by_tp), else plan.engine_start_s; each figure says which one it used.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class GroupCost:
     run_s: float
     # The measured loads' share of run_s (warm-up and the engine's start are the rest).
     measured_s: float = 0.0
+    start_source: str = "plan.engine_start_s"
 
     @property
     def wall_s(self) -> float:
@@ -47,6 +50,20 @@ def rate_for(model: ModelSpec, plan: PlanConfig) -> tuple[float, str]:
     return plan.default_tok_per_s, "plan.default_tok_per_s"
 
 
+def start_for(model: ModelSpec, plan: PlanConfig) -> tuple[float, str]:
+    """Seconds from launch to ready of one engine of `model`, and where the figure comes from.
+
+    The model's own measured start, else its tensor-parallel size's measured, else configured one,
+    else plan.engine_start_s: a TP=8 engine is not priced at a TP=1 engine's start."""
+    if model.name in plan.measured_start_s:
+        return plan.measured_start_s[model.name], "measured in the store"
+    if model.tp in plan.measured_start_s_by_tp:
+        return plan.measured_start_s_by_tp[model.tp], f"measured in the store (TP={model.tp} median)"
+    if model.tp in plan.engine_start_s_by_tp:
+        return plan.engine_start_s_by_tp[model.tp], f"plan.engine_start_s_by_tp[{model.tp}]"
+    return plan.engine_start_s, "plan.engine_start_s"
+
+
 def cell_output_tokens(cell: Cell, plan: PlanConfig) -> float:
     load = cell.load
     return (load.num_prompts + load.warmup_requests) * load.max_tokens * plan.output_fill
@@ -61,8 +78,8 @@ def group_cost(group: EngineGroup, plan: PlanConfig) -> GroupCost:
     rate, source = rate_for(group.spec.model, plan)
     run_s = sum(cell_output_tokens(cell, plan) for cell in group.cells) / rate
     measured_s = sum(cell_measured_tokens(cell, plan) for cell in group.cells) / rate
-    start_s = plan.measured_start_s.get(group.spec.model.name, plan.engine_start_s)
-    return GroupCost(group, rate, source, start_s, run_s, measured_s)
+    start_s, start_source = start_for(group.spec.model, plan)
+    return GroupCost(group, rate, source, start_s, run_s, measured_s, start_source)
 
 
 def launch_order(groups: list[EngineGroup], plan: PlanConfig) -> list[EngineGroup]:

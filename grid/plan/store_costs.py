@@ -1,9 +1,11 @@
-"""`plan`'s cost model from what the store measured: each model's engine start and rate.
+"""`plan`'s cost model from what the store measured: each model's engine start and rate, and the
+engine start per tensor-parallel size.
 
-Every cell stores `engine_ready_s` (launch to ready) and `output_tok_per_s`. Per model, the
-medians over its VALID cells (drift anchors included: they are real launches and loads) replace
-plan.engine_start_s and the model's expected_tok_per_s in grid/plan/cost.py, so a plan made after a
-first run is priced at this cluster's figures instead of one default.
+Every cell stores `engine_ready_s` (launch to ready), `output_tok_per_s` and `gpus` (its engine's
+TP size). Per model, the medians over its VALID cells (drift anchors included: they are real
+launches and loads) replace plan.engine_start_s and the model's expected_tok_per_s in
+grid/plan/cost.py, so a plan made after a first run is priced at this cluster's figures instead of
+one default; per TP size, the median start prices the models the store has not run at that size.
 """
 
 from __future__ import annotations
@@ -40,14 +42,35 @@ def measured_figures(config: Config) -> tuple[dict[str, float], dict[str, float]
     return start, rate, {m: int(n) for m, _, _, n in rows}
 
 
+def measured_start_by_tp(config: Config) -> dict[int, float]:
+    """Per tensor-parallel size (the cells' `gpus`): the median engine start (s) of the store's VALID
+    cells. Empty where the store holds none or has no `gpus` column (cells from before it)."""
+    from analysis.load import _columns
+    from store.read import connect, has_view
+
+    try:
+        con = connect(store_path(config.paths.store, config.paths.store_options))
+        if not has_view(con, "cells") or not {"engine_ready_s", "valid", "gpus"} <= _columns(con, "cells"):
+            return {}
+        rows = con.execute(
+            """SELECT gpus, median(engine_ready_s) FROM cells
+               WHERE valid AND engine_ready_s > 0 AND gpus >= 1 GROUP BY gpus"""
+        ).fetchall()
+    except (OSError, ValueError, duckdb.Error, GridError):
+        return {}
+    return {int(tp): float(s) for tp, s in rows if s is not None and math.isfinite(s)}
+
+
 def with_store_costs(config: Config) -> Config:
-    """`config` with plan.measured_start_s and plan.measured_rates from the store (plan.from_store)."""
+    """`config` with plan.measured_start_s, plan.measured_start_s_by_tp and plan.measured_rates from
+    the store (plan.from_store); figures given in the config win."""
     if not config.plan.from_store:
         return config
     start, rate, _ = measured_figures(config)
     plan = dataclasses.replace(
         config.plan,
         measured_start_s={**start, **config.plan.measured_start_s},
+        measured_start_s_by_tp={**measured_start_by_tp(config), **config.plan.measured_start_s_by_tp},
         measured_rates={**rate, **config.plan.measured_rates},
     )
     return dataclasses.replace(config, plan=plan)
