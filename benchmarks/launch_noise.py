@@ -206,6 +206,31 @@ def reader_groups(runs: Sequence[dict[str, Any]], lever: str, reader: str) -> li
     return by_launch(values)
 
 
+def same_slice_launch_sd(runs: Sequence[dict[str, Any]], lever: str, reader: str) -> tuple[float | None, int]:
+    """(sd, df) of ln tok/s between launches on the same prompt slice read by the same client: the
+    launch term as `vllm bench serve` on the same prompts sees it. The one-way components above put
+    slice content in the block term (a launch's blocks are different slices, slice 0 holds short
+    outputs), and launch means differ by which client took which slice; this pools, over slices, the
+    variance across the launches that ran that slice with this reader (df = sum of launches - 1)."""
+    by_slice: dict[Any, list[float]] = {}
+    for r in runs:
+        mine = r["lever"] == lever and r.get("client") == reader_client(reader) and r.get("slice") is not None
+        if mine and (v := figure_of(r, reader)):
+            by_slice.setdefault(r["slice"], []).append(math.log(v))
+    squares, df = 0.0, 0
+    for values in by_slice.values():
+        if len(values) > 1:
+            mean = statistics.fmean(values)
+            squares += sum((v - mean) ** 2 for v in values)
+            df += len(values) - 1
+    return (math.sqrt(squares / df), df) if df else (None, 0)
+
+
+def reader_client(reader: str) -> str:
+    """The client whose runs a reader's figure comes from (the window is the harness's)."""
+    return "bench" if reader == "bench" else "harness"
+
+
 def summary(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per setting, lever and reader, in the order they first appear."""
     rows = []
@@ -215,7 +240,9 @@ def summary(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         for reader in FIGURES:
             groups = reader_groups(mine, lever, reader)
             if groups:
-                rows.append({"setting": setting, "lever": lever, "reader": reader, **components(groups)})
+                same, df = same_slice_launch_sd(mine, lever, reader)
+                rows.append({"setting": setting, "lever": lever, "reader": reader, **components(groups),
+                             "sd_launch_same_slice": same, "df_launch_same_slice": df})  # fmt: skip
     return rows
 
 
@@ -230,15 +257,16 @@ def markdown(rows: Sequence[dict[str, Any]], launches: Sequence[dict[str, Any]])
     """The components table, then a line per launch (ready seconds, cache state, GC pauses)."""
     lines = [
         "| setting | lever | reader | launches | runs | tok/s (geo mean) | sd launch % (df) "
-        "| sd block % (df) | sd of launch means % |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| sd block % (df) | sd of launch means % | sd launch, same slice % (df) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         means = "-" if r["sd_launch_means"] is None else f"{100 * r['sd_launch_means']:.1f}"
         lines.append(
             f"| {r['setting']} | {r['lever']} | {READERS[r['reader']]} | {r['launches']} | {r['runs']} | "
             f"{r['geo_mean']:,.1f} | {pct(r['sd_launch'], r['df_launch'])} | "
-            f"{pct(r['sd_block'], r['df_block'])} | {means} |"
+            f"{pct(r['sd_block'], r['df_block'])} | {means} | "
+            f"{pct(r.get('sd_launch_same_slice'), r.get('df_launch_same_slice', 0))} |"
         )
     lines += ["", "| setting | lever | launch | ready s | cache MB before | GC pauses (ms) | pinned |"]
     lines.append("|---|---|---|---|---|---|---|")

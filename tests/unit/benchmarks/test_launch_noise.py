@@ -141,3 +141,25 @@ def test_settings_separated_by_semicolons_interleave_with_the_levers():
     assert arms["bestkpad@pinned,warmup2"][1].warmup_waves == 2 and arms["suffix@base"][1].pin == "off"
     with pytest.raises(SystemExit, match="tokthreads"):
         resolve_settings("base;tokthreads")
+
+
+def test_the_same_slice_launch_sd_compares_a_slice_with_itself_across_launches():
+    from benchmarks.launch_noise import same_slice_launch_sd
+
+    # Slice 0 holds short outputs (half the rate); each launch's own offset is what moves a slice.
+    offsets = {1: 1.0, 2: 1.1, 3: 0.9}
+    runs = [
+        {
+            "lever": "bestkpad",
+            "launch": n,
+            "client": "bench",
+            "slice": s,
+            "tok_s": (500.0 if s == 0 else 1000.0) * o,
+        }
+        for n, o in offsets.items()
+        for s in (0, 1)
+    ]
+    sd, df = same_slice_launch_sd(runs, "bestkpad", "bench")
+    logs = [math.log(o) for o in offsets.values()]
+    assert df == 4 and sd == pytest.approx(statistics.stdev(logs))  # the slices' content is not in it
+    assert same_slice_launch_sd(runs, "bestkpad", "harness") == (None, 0)
