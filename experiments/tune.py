@@ -133,10 +133,15 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> list[str
     grid_cfg = compose_config(base)
     shared = grid_cfg.grid.engine_reuse == "shared"
     if not sets_repeats(cfg.grid_overrides) and saved.is_file():
-        record = json.loads(saved.read_text())
-        console.print(f"tune size: {Design(**record['design']).words()} per stage, as sized "
+        try:
+            record = json.loads(saved.read_text())
+            words, sized = Design(**record["design"]).words(), list(record["grid_overrides"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{saved} is not a sizing this tune wrote ({type(exc).__name__}: {exc}); "
+                              "delete it to size the stages again") from exc  # fmt: skip
+        console.print(f"tune size: {words} per stage, as sized "
                       f"when this tune started ({saved}; delete it to size again)")  # fmt: skip
-        return list(record["grid_overrides"])
+        return sized
     store = store_path(grid_cfg.paths.store, grid_cfg.paths.get("store_options"))
     noise = noise_for(str(store), model.name, ["van", "suffix", "bestkpad", "dynk"], spec)
     costs = tune_costs(priced_stages(cfg, base), shared)
@@ -214,15 +219,16 @@ def tune(overrides: list[str], console: Console | None = None, replay: bool = Fa
     cfg = compose_tune(overrides)
     grid_cfg = compose_config([f"experiment={cfg.experiment}", *cfg.grid_overrides])
     model = catalog_of(grid_cfg).load(ModelSpec, cfg.model)
-    if not replay and (sized := size_stages(cfg, model, console or make_console())):
-        cfg.grid_overrides = [*cfg.grid_overrides, *sized]
-        grid_cfg = compose_config([f"experiment={cfg.experiment}", *cfg.grid_overrides])
+    # Before sizing, which simulates hundreds of tunes: a tune that cannot run is refused at once.
     if not replay and not grid_cfg.grid.anchor.enabled:
         raise ConfigError(
             f"experiment '{cfg.experiment}' turns the drift anchor off (grid.anchor.enabled=false), and the "
             "tune keeps a change only beyond the drift band the anchor measures (unknown drift is never a "
             """keep): add 'grid_overrides=["grid.anchor.enabled=true"]'"""
         )
+    if not replay and (sized := size_stages(cfg, model, console or make_console())):
+        cfg.grid_overrides = [*cfg.grid_overrides, *sized]
+        grid_cfg = compose_config([f"experiment={cfg.experiment}", *cfg.grid_overrides])
     if not replay and grid_cfg.grid.repeats < 2 and not grid_cfg.grid.sequential.enabled:
         raise ConfigError(
             f"the stages run grid.repeats={grid_cfg.grid.repeats}: a stage keeps a change only when its "
