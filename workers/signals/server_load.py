@@ -13,6 +13,7 @@ A scrape that fails (a stopped engine's time out) is kept as its time, and count
 
 from __future__ import annotations
 
+import http.client
 import threading
 import time
 import urllib.request
@@ -74,7 +75,9 @@ class ServerLoadSampler:
             with urllib.request.urlopen(self._request, timeout=self._timeout_s) as resp:
                 text = resp.read().decode()
             running, waiting, tokens = parse_load(text)
-        except (OSError, ValueError):
+        # HTTPException: a server stopped mid-answer (IncompleteRead) or answering garbage; uncaught,
+        # it would end the sampler's thread and its samples with it.
+        except (OSError, ValueError, http.client.HTTPException):
             self.failed_ns.append(time.perf_counter_ns())
             return
         self.samples.append(LoadSample(time.perf_counter_ns(), running, waiting, tokens))
