@@ -111,7 +111,9 @@ def columns(
     Samples are evenly spaced in time, so their plain mean is the time-weighted one.
     """
     window = in_window(samples, start_ns, end_ns)
-    failed = len(in_window([LoadSample(t, 0.0, 0.0) for t in failed_ns or ()], start_ns, end_ns))
+    failed = 0
+    if start_ns is not None and end_ns is not None:
+        failed = sum(start_ns <= t <= end_ns for t in failed_ns or ())
     return {
         "srv_load_samples": len(window),
         # Scrapes inside the window that failed (a stopped engine's time out): counted, never dropped.
