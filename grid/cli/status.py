@@ -22,8 +22,6 @@ from grid.orchestrate.ledger import (
     COUNTED,
     DAMAGED,
     DONE,
-    FAILED,
-    INTERRUPTED,
     INVALID,
     MEASURED,
     PENDING,
@@ -94,13 +92,18 @@ def model_of(label: str) -> str:
     return label.split("/", 1)[0]
 
 
-def by_model(ledger: Any, cells: list[Named], pending: bool) -> list[list[str]]:
-    """One row per model: the model, then its cells' count in each state."""
+def keys_by_model(cells: list[Named]) -> dict[str, list[str]]:
+    """The cells' keys by model (model_of their label), in the cells' order."""
     models: dict[str, list[str]] = {}
     for cell in cells:
         models.setdefault(model_of(cell.label), []).append(cell.key)
+    return models
+
+
+def by_model(ledger: Any, cells: list[Named], pending: bool) -> list[list[str]]:
+    """One row per model: the model, then its cells' count in each state."""
     rows = []
-    for model, keys in models.items():
+    for model, keys in keys_by_model(cells).items():
         counts = ledger.counts(keys, pending)
         rows.append([model, str(len(keys)), *(f"{counts[s]:,}" for s in counts)])
     return rows
@@ -261,21 +264,14 @@ def status_record(name: str | None, where: Scope, ledger: Any, root: Any, checks
     the store holds), every cell (label, key, status, attempts, last error), the store's problems
     and the leases other drivers hold."""
     cells = where.cells
-    counts = Counter(ledger.status(c.key) for c in cells)
     keys = {c.key for c in cells}
     now = time.time()
-    models: dict[str, list[str]] = {}
-    for cell in cells:
-        models.setdefault(model_of(cell.label), []).append(cell.key)
     return {
         "experiment": name,
         "store": redact(str(root)),
         "checksums": checksums,
-        "counts": {
-            "cells": len(cells),
-            **{s: counts[s] for s in (DONE, INVALID, FAILED, INTERRUPTED, DAMAGED, PENDING)},
-        },
-        "counts_by_model": {model: ledger.counts(mine) for model, mine in models.items()},
+        "counts": {"cells": len(cells), **ledger.counts([c.key for c in cells])},
+        "counts_by_model": {model: ledger.counts(mine) for model, mine in keys_by_model(cells).items()},
         "anchor_runs": {"runs": len(where.anchors), **ledger.counts(where.anchors)},
         # Cells of another grid or experiment in the same store (empty without a grid: all are counted).
         "elsewhere": {"cells": len(where.others), **ledger.counts(where.others, pending=False)},
