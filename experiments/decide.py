@@ -275,40 +275,19 @@ def decide_change(
     cells: the measured cells behind `medians` (analysis.load.measured_cells), for what their
     engines ran with; None: not read (no 'also differs', no fixed-K check)."""
     mine = config_cells(cells, model, candidate, final_corpus)
-    decision = _decide(stage, incumbent, candidate, medians, drift, verdicts, rules, final_corpus, moe, model,
-                       mine)  # fmt: skip
-    decision.also_differs = also_differs(mine, config_cells(cells, model, incumbent, final_corpus))
-    if decision.also_differs:
-        decision.reason += f"; {decision.also_differs}"
-    return decision
-
-
-def _decide(
-    stage: str,
-    incumbent: LeverConfig,
-    candidate: LeverConfig,
-    medians: pd.DataFrame,
-    drift: pd.DataFrame,
-    verdicts: pd.DataFrame,
-    rules: TuneRules,
-    final_corpus: str,
-    moe: bool,
-    model: str,
-    mine: list[dict],
-) -> Decision:
-    """decide_change's rule over the figures; `mine`: the candidate's cells (the fixed-K check)."""
+    differs = also_differs(mine, config_cells(cells, model, incumbent, final_corpus))
     new_repeats, new_sessions = score_repeats(medians, candidate, final_corpus)
     old_repeats, old_sessions = score_repeats(medians, incumbent, final_corpus)
     new = geometric_mean(v for _, _, v in new_repeats)
     old = geometric_mean(v for _, _, v in old_repeats)
-    decision = Decision(stage, candidate.label, incumbent.label, REJECT, "", new, old)
+    decision = Decision(stage, candidate.label, incumbent.label, REJECT, "", new, old, also_differs=differs)
     verdicts, index = _latest(verdicts)
     decision.gate = gate_words(index, model, candidate)
     if math.isnan(new) or math.isnan(old):
         decision.reason = "no valid measurement of " + (
             candidate.label if math.isnan(new) else incumbent.label
         )
-        return decision
+        return _with_differs(decision)
     band, _ = band_for(drift, new_sessions | old_sessions, rules)
     # NaN stays NaN: judge then says 'not judged (drift unknown)'.
     j = judge(new_repeats, old_repeats, with_floor(band, rules.min_gain))
@@ -324,10 +303,10 @@ def _decide(
             f"{fixed_k_words(fixed)} of its cells (dynk_steps_by_k_json): not dynamic K, so not kept as it; "
             f"the K={fixed} it ran is a fixed-K configuration, judged by the K sweep"
         )
-        return decision
+        return _with_differs(decision)
     if rules.require_equivalence and (failed := failed_gates(verdicts, model, candidate, latest=True)):
         decision.reason = "output-equivalence gate failed (" + "; ".join(failed) + ")"
-        return decision
+        return _with_differs(decision)
     if moe and rules.moe_regression_check:
         slower = [
             c
@@ -338,7 +317,7 @@ def _decide(
         ]
         if slower:
             decision.reason = f"MoE model: a real loss beyond drift on {', '.join(slower)}"
-            return decision
+            return _with_differs(decision)
     applied = 0.0 if math.isnan(decision.band) else decision.band
     words = f"{j.interval_words()} ({j.noise_terms}), {band_text}" + (
         f", min_gain {rules.min_gain:.1%}" if rules.min_gain > applied else ""
@@ -354,6 +333,13 @@ def _decide(
         decision.reason = f"not judged, the drift is unknown so no interval can clear it: {words}"
     else:
         decision.reason = f"within noise: {words}: not evidence of a gain"
+    return _with_differs(decision)
+
+
+def _with_differs(decision: Decision) -> Decision:
+    """`decision` with what else its candidate's engines ran with (also_differs) added to its reason."""
+    if decision.also_differs:
+        decision.reason += f"; {decision.also_differs}"
     return decision
 
 
