@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -308,6 +309,8 @@ def model_context(config_file: Path) -> tuple[int, str] | None:
     tokens, key = min(found)
     scaling = config.get("rope_scaling") or (text.get("rope_scaling") if isinstance(text, dict) else None)
     if isinstance(scaling, dict) and isinstance(factor := scaling.get("factor"), int | float) and factor > 1:
+        if not math.isfinite(factor):  # json reads Infinity; int() of it would raise: gives none
+            return None
         # vLLM extends the context by the factor for most scaling types; the larger figure is the safe side.
         return int(tokens * factor), f"{key} x rope_scaling.factor {factor:g}"
     return tokens, key
