@@ -195,7 +195,10 @@ class Tune:
         stages' cells (a confirmation's, with the same lever and K), which the live decision never saw.
         """
         con = connect(self.store)
-        measured = measured_cells(con, keys if keys is not None else self.keys)
+        wanted = frozenset(keys if keys is not None else self.keys)
+        measured = measured_cells(con, set(wanted))
+        # cells() hands the same frame to the decision that follows: the store is read once a decision.
+        self._last_cells = (wanted, measured)
         medians, _ = lever_medians(measured)
         drift, _ = session_drift(anchor_runs(con, set(measured["session_id"])))
         return medians, drift, equivalence_table(con)
@@ -203,7 +206,11 @@ class Tune:
     def cells(self, keys: set[str] | None = None) -> pd.DataFrame | None:
         """The measured cells evidence() reads, with what their engines ran with (the engine_* columns):
         decide_change names what else differed and refuses a dynamic K whose K never moved."""
-        return measured_cells(connect(self.store), keys if keys is not None else self.keys)
+        wanted = frozenset(keys if keys is not None else self.keys)
+        last = getattr(self, "_last_cells", None)
+        if last is not None and last[0] == wanted:
+            return last[1]
+        return measured_cells(connect(self.store), set(wanted))
 
     @property
     def catalog(self) -> Catalog:
