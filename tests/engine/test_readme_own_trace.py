@@ -19,7 +19,7 @@ import sys
 import pandas as pd
 import pytest
 
-from store.read import attempts, connect, ok_files
+from store.read import attempts, connect
 from tests.closing import all_valid, measured_none_failed
 from vocab.paths import project_path
 
@@ -89,8 +89,14 @@ def test_plan_then_run_of_the_readme_measure_the_users_trace(tmp_path):
     assert result.returncode == (0 if valid else 1), output[-4000:]
     assert valid or "INVALID mine/van/support/r0" in output, output[-4000:]
     found, problems = attempts(store)
-    assert not problems and [a.status for a in found] == ["ok"], (found, problems)
-    requests = pd.concat(pd.read_parquet(path) for path in ok_files(store, "requests.parquet"))
+    # An INVALID first attempt for the host's sake is measured once again on a fresh engine
+    # (run.host_invalid_reruns=1; CI, 2026-12-06): the cell is its last attempt, the one before INVALID.
+    found = sorted(found, key=lambda a: (a.written_at, a.attempt_id))
+    assert not problems and [a.status for a in found] in (["ok"], ["ok", "ok"]), (found, problems)
+    assert all(a.valid is False for a in found[:-1]), found
+    last = found[-1]
+    assert last.valid is valid, (last, output[-4000:])
+    requests = pd.read_parquet(last.folder / "requests.parquet")
     measured = requests[requests["phase"] == "measure"]
     assert len(measured) == 36, measured
     # A VALID cell has no errored stream (the gate counts them); an INVALID one shows what they were.
@@ -101,5 +107,9 @@ def test_plan_then_run_of_the_readme_measure_the_users_trace(tmp_path):
     # Every prompt sent is one of the trace's tickets, and the cell is the user's model on the trace.
     ticket_ids = {json.loads(line)["id"] for line in TRACE.read_text().splitlines()}
     assert set(requests["prompt_id"]) <= ticket_ids
-    cells = connect(store).execute("select model, corpus, lever from cells").df()
+    cells = (
+        connect(store)
+        .execute("select model, corpus, lever from cells where attempt_id = ?", [last.attempt_id])
+        .df()
+    )
     assert cells.to_dict("records") == [{"model": "mine", "corpus": "support", "lever": "van"}]

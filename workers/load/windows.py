@@ -106,7 +106,9 @@ def window_chunk_gap_ms_p50(records: Sequence[RequestRecord], window: Window) ->
     A stream's mean gap is its span over its gaps, not the median of its gaps: the client stamps once
     per socket read, so chunks that a busy host delivers in one read share a stamp. With most chunks
     coalesced the median gap is 0 (CI's 2-core runner: 3 of 4 cells); the span over the chunk count
-    is unchanged by coalescing, since each chunk still stands for one engine step.
+    is unchanged by coalescing, since each chunk still stands for one engine step. A stream whose
+    chunks inside the window all came in one read (one stamp) shows no step time at all, and is left
+    out rather than read as a 0 ms step (CI's runner, 2026-12-06: one cell's median read 0.0).
     """
     per_stream_ms = []
     for record in records:
@@ -114,6 +116,6 @@ def window_chunk_gap_ms_p50(records: Sequence[RequestRecord], window: Window) ->
             continue
         stamps = np.frombuffer(record.chunk_ns, dtype=np.int64)
         inside = stamps[(stamps >= window.start_ns) & (stamps < window.end_ns)]
-        if len(inside) > 1:
+        if len(inside) > 1 and inside[-1] > inside[0]:
             per_stream_ms.append((int(inside[-1]) - int(inside[0])) / (len(inside) - 1) / 1e6)
     return float(np.median(per_stream_ms)) if per_stream_ms else None

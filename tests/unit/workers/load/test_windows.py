@@ -123,3 +123,17 @@ def test_step_time_survives_chunks_that_arrive_in_one_read():
                            completion_tokens=160, chunk_tokens=[1] * 160)  # fmt: skip
     assert window_chunk_gap_ms_p50([record], window) == pytest.approx(39 * 40 / 159, rel=1e-6)
     assert window_chunk_gap_ms_p50([record], window) > 9.0
+
+
+def test_a_stream_read_in_one_go_shows_no_step_time():
+    # Every chunk of one stream inside the window came in one read (one stamp): it says nothing of
+    # the step, so the median is the other stream's 10 ms, not 0 ms; with only such streams, None.
+    window = Window(int(1.0 * S), int(3.0 * S))
+    one_read = [int(1.5 * S)] * 40
+    stepped = [int(1.0 * S + k * 10e6) for k in range(100)]
+    lumped = RequestRecord(0, "0", "measure", send_ns=int(0.9 * S), end_ns=one_read[-1], chunk_ns=one_read,
+                           completion_tokens=40, chunk_tokens=[1] * 40)  # fmt: skip
+    paced = RequestRecord(1, "1", "measure", send_ns=int(0.9 * S), end_ns=stepped[-1], chunk_ns=stepped,
+                          completion_tokens=100, chunk_tokens=[1] * 100)  # fmt: skip
+    assert window_chunk_gap_ms_p50([lumped, paced], window) == pytest.approx(10.0)
+    assert window_chunk_gap_ms_p50([lumped], window) is None
