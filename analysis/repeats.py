@@ -1,6 +1,10 @@
-"""Repeats of a cell: median and median absolute deviation (MAD). Pure."""
+"""Repeats of a cell: median and median absolute deviation (MAD), which of them are VALID, and the one
+label of a ratio with INVALID cells behind it. Pure."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -21,6 +25,43 @@ def valid_only(cells: pd.DataFrame, include_invalid: bool = False) -> tuple[pd.D
         return cells, 0
     kept = cells[cells["valid"].fillna(False).astype(bool)]
     return kept, len(cells) - len(kept)
+
+
+def is_invalid(value: object) -> bool:
+    """A `valid` that is False (numpy's too); None / NaN: not recorded, not INVALID."""
+    return value is not None and not pd.isna(value) and not bool(value)  # type: ignore[arg-type]
+
+
+def invalid_count(cells: Iterable[dict[str, Any]]) -> tuple[int, int]:
+    """(INVALID cells, cells) among `cells` (rows as dicts with `valid`)."""
+    rows = list(cells)
+    return sum(is_invalid(r.get("valid")) for r in rows), len(rows)
+
+
+def invalid_flag(sides: Sequence[tuple[str, int, int]], left_out: bool = False) -> str | None:
+    """The one label of a ratio with an INVALID cell behind it (issue 47 item 5), on its own row in the
+    summary and its exports, `grid compare`, Table 1 and the report; None when no cell is INVALID.
+
+    `sides`: per side of the ratio, (its name, its INVALID cells, its cells), e.g. ("van", 1, 1).
+    `left_out`: the INVALID cells were left out of the ratio (compare, Table 1: medians over VALID
+    repeats) rather than measured into it (the summary's x van: one cell over one van cell).
+
+        [("this", 0, 1), ("van", 1, 1)]              -> 'van cell INVALID'
+        [("this", 1, 1), ("van", 1, 1)]              -> 'this cell and van cell INVALID'
+        [("A", 1, 3), ("B", 0, 3)], left_out=True    -> '1 of 3 A cells INVALID, left out of the ratio'
+        [("A", 3, 3)], left_out=True                 -> 'all 3 A cells INVALID, left out of the ratio'
+    """
+    parts = []
+    for name, bad, total in sides:
+        if not bad:
+            continue
+        if total == 1:
+            parts.append(f"{name} cell")
+        else:
+            parts.append(f"{'all' if bad == total else f'{bad} of'} {total} {name} cells")
+    if not parts:
+        return None
+    return " and ".join(parts) + " INVALID" + (", left out of the ratio" if left_out else "")
 
 
 def aggregate_repeats(cells: pd.DataFrame, include_invalid: bool = False) -> tuple[pd.DataFrame, int]:

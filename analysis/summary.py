@@ -32,7 +32,7 @@ from analysis.effective import (
 )
 from analysis.load import LATEST, anchor_runs, cell_label, invalid_left_out, left_out
 from analysis.medians import lever_medians
-from analysis.repeats import aggregate_repeats
+from analysis.repeats import aggregate_repeats, invalid_flag, is_invalid
 from store.read import connect, has_view
 from vocab.console import Col, make_console, markdown_table, print_table
 
@@ -222,22 +222,15 @@ def _x_van_cell(row: object) -> str:
     return text + " n=1 not judged" + (f", {flag}" if flag else "") + (f", {differs}" if differs else "")
 
 
-def _invalid(value: object) -> bool:
-    """A `valid` that is False (numpy's too); None / NaN: not recorded, not INVALID."""
-    return value is not None and not pd.isna(value) and not bool(value)  # type: ignore[arg-type]
-
-
 def pair_flag(row: dict) -> str | None:
-    """Which side of speedup_vs_van is INVALID, in words ('van cell INVALID', 'this cell INVALID',
-    'this cell and its van cell INVALID'); None when neither is or there is no ratio."""
+    """Which side of speedup_vs_van is INVALID, in words (analysis/repeats.py invalid_flag: 'van cell
+    INVALID', 'this cell INVALID', 'this cell and van cell INVALID'); None when neither is or there is
+    no ratio."""
     ratio = row.get("speedup_vs_van")
     if ratio is None or pd.isna(ratio):
         return None
-    mine = _invalid(row.get("valid"))
-    van = _invalid(row.get("valid_van")) and row.get("lever") != "van"
-    if mine and van:
-        return "this cell and its van cell INVALID"
-    return "van cell INVALID" if van else "this cell INVALID" if mine else None
+    van = is_invalid(row.get("valid_van")) and row.get("lever") != "van"
+    return invalid_flag([("this", int(is_invalid(row.get("valid"))), 1), ("van", int(van), 1)])
 
 
 def render(frame: pd.DataFrame, console: Console | None = None, left: Sequence[str] | None = None) -> None:
@@ -476,7 +469,7 @@ def _config_rows(frame: pd.DataFrame, model: str, corpus: str, lever: str, k: ob
     if k is not None:
         rows = rows[[_same_k(v, k) for v in rows["k"]]]
     if "valid" in rows:
-        rows = rows[[not _invalid(v) for v in rows["valid"]]]
+        rows = rows[[not is_invalid(v) for v in rows["valid"]]]
     return rows.to_dict("records")
 
 

@@ -57,7 +57,8 @@ def pop_pair(overrides: list[str], key: str) -> tuple[list[str] | None, list[str
 
 
 def load_side(root: object, session: str | None, name: str) -> Side:
-    """One side's medians (VALID cells, of `session` when given) and its sessions' drift."""
+    """One side's medians (VALID cells, of `session` when given), its sessions' drift, and its cells
+    (INVALID ones too: a row says which were left out of its median)."""
     con = connect(root)
     measured = measured_cells(con)
     if session is not None:
@@ -71,7 +72,7 @@ def load_side(root: object, session: str | None, name: str) -> Side:
     sessions = set(measured["session_id"])
     drift, _ = session_drift(anchor_runs(con, sessions))
     valid, _ = valid_only(measured)
-    return Side(name, medians, drift, valid)
+    return Side(name, medians, drift, valid, measured)
 
 
 def k_text(k: object) -> str:
@@ -118,7 +119,8 @@ def compare_command(overrides: list[str], console: Console | None = None) -> int
         rows = [
             [str(r["model"]), str(r["corpus"]), str(r["lever"]), k_text(r["k"]),
              str(r["n_a"]), f"{r['tok_per_s_a']:,.1f}", str(r["n_b"]), f"{r['tok_per_s_b']:,.1f}",
-             f"{r['ratio']:.3f}", str(r["verdict"]) + (f"; {r['also_differs']}" if r["also_differs"] else "")]
+             f"{r['ratio']:.3f}", "; ".join(filter(None, [str(r["verdict"]), r["invalid_left_out"],
+                                                           r["also_differs"]]))]
             for r in table.to_dict("records")
         ]  # fmt: skip
         if rows:

@@ -69,9 +69,10 @@ def test_md_is_a_pipe_table_with_every_value_whole(tmp_path, capsys):
     assert main(["compare", f"stores=[{tmp_path / 'before'},{tmp_path / 'after'}]", "format=md"]) == 0
     lines = capsys.readouterr().out.splitlines()
     header = next(i for i, ln in enumerate(lines) if ln.startswith("| model |"))
-    assert lines[header + 1] == "|" + "---|" * 16  # SIDE_COLUMNS, noise_terms and also_differs included
+    # SIDE_COLUMNS, noise_terms, also_differs and invalid_left_out included
+    assert lines[header + 1] == "|" + "---|" * 17
     bestkpad = next(ln for ln in lines if "| bestkpad |" in ln)
-    assert bestkpad.count("|") == 17 and "| real gain |" in bestkpad
+    assert bestkpad.count("|") == 18 and "| real gain |" in bestkpad
     assert lines[-1] == f"- only in {tmp_path / 'after'}: llama31_8b/mix/suffix/8"
 
 
