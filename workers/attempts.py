@@ -20,6 +20,7 @@ from vocab.groups import EngineGroup
 from workers.cell import ENGINE_EXIT_GRACE_S, EngineDied, RequestsRejected, ServerFailed
 from workers.context import CellOutcome, RunContext
 from workers.engine.process import Engine, exit_description, log_tail
+from workers.engine.refusal import read_refusal
 from workers.engine.tree import API_SERVER, EngineProcess, death_line, names
 from workers.launch import stored_log_tail
 
@@ -205,6 +206,19 @@ def record_failure(
     except OSError as exc:
         return f" (and the failure could not be recorded in the store: {type(exc).__name__}: {exc})"
     return ""
+
+
+def start_failed(
+    layout: StoreLayout, ctx: RunContext, cells: tuple[Cell, ...], exc: Exception, log_path: Path
+) -> list[CellOutcome]:
+    """The launch's cells when its engine did not start: retryable (it may have died, or hung), unless
+    its log says vLLM refused what it was given (workers/engine/refusal.py: the model missing or
+    incomplete, an unknown argument, a configuration it rejects), which another start meets again."""
+    tail = log_tail(log_path)
+    if (why := read_refusal(log_path)) is None:
+        return [fail_cell(layout, ctx, cell, str(exc), tail) for cell in cells]
+    error = f"engine refused to start: {why}; see {log_path}\n{exc}"
+    return [fail_cell(layout, ctx, cell, error, tail, retryable=False) for cell in cells]
 
 
 def fail_cell(

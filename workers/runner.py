@@ -19,7 +19,15 @@ from store.writer import write_ok_attempt
 from vocab.cells import Cell
 from vocab.errors import ConfigError, EngineError
 from vocab.groups import EngineGroup
-from workers.attempts import died_earlier, fail_cell, failed_cell, record_interrupted, record_lost, store_full
+from workers.attempts import (
+    died_earlier,
+    fail_cell,
+    failed_cell,
+    record_interrupted,
+    record_lost,
+    start_failed,
+    store_full,
+)
 from workers.cell import CellStage, engine_processes, ensure_alive, run_cell
 from workers.context import CellOutcome, RunContext
 from workers.engine.process import Engine, log_tail
@@ -104,8 +112,8 @@ def run_launch(
     board.say(group.cells[0].label if group.cells else group.spec.key, "engine start")
     try:
         ready_s = engine.start()
-    except EngineError as exc:
-        return [fail_cell(layout, ctx, cell, str(exc), log_tail(log.path)) for cell in group.cells]
+    except EngineError as exc:  # retried, unless vLLM refused what it was given (start_failed)
+        return start_failed(layout, ctx, group.cells, exc, log.path)
     if (missing := missing_plugin(group, log.path)) is not None:  # an install's fault: not retried
         return [fail_cell(layout, ctx, cell, missing, log_tail(log.path), False) for cell in group.cells]
     version = engine_version(engine.endpoint.base_url, engine.endpoint.api_key)
