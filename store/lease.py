@@ -230,6 +230,37 @@ def remove_stale(path: StoreRoot, stale: Lease) -> bool:
         return True
 
 
+def remove_unreadable(path: StoreRoot, older_than_s: float) -> bool:
+    """Remove the lease file at `path` if it still cannot be read as a lease and was last written more
+    than `older_than_s` ago (a live driver rewrites its lease every third of run.lease_s); True when
+    removed. Local stores under the take-over lock (a take-over replaces it only under it); object
+    stores best effort."""
+
+    def still_stale() -> bool:
+        try:
+            read_lease(path)
+            return False  # absent, or readable again: a driver's
+        except ValueError:
+            pass
+        try:
+            return time.time() - path.stat().st_mtime > older_than_s
+        except OSError:
+            return False
+
+    if isinstance(path, StorePath):
+        if not still_stale():
+            return False
+        path.unlink(missing_ok=True)
+        return True
+    assert isinstance(path, Path)
+    with open(path.with_name(f".lock-{path.stem}"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not still_stale():
+            return False
+        path.unlink(missing_ok=True)
+        return True
+
+
 def renew(path: StoreRoot, lease: Lease, ttl_s: float) -> Lease | None:
     """Push the expiry on; None when the lease is no longer this driver's (taken over or removed)."""
     try:

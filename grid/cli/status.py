@@ -205,7 +205,8 @@ def status(overrides: list[str], console: Console | None = None, checksums: bool
             )
     for bad in unreadable_leases(root):
         if (label := labels.get(bad.cell_key, None if scope else bad.cell_key)) is not None:
-            console.print(f"[yellow]unreadable lease[/] {label}: {bad.words(config.run.lease_s)}")
+            gone = ledger.status(bad.cell_key) in MEASURED  # then removed, not taken over
+            console.print(f"[yellow]unreadable lease[/] {label}: {bad.words(config.run.lease_s, gone)}")
     older = (
         f"; {ledger.footer_only} older attempts record no checksums: their Parquet footers checked"
         if ledger.footer_only
@@ -287,7 +288,8 @@ def status_record(name: str | None, where: Scope, ledger: Any, root: Any, checks
             for lease in all_leases(root)
             if name is None or lease.cell_key in keys
         ],
-        # Lease files that name no driver (garbled): a run takes each over run.lease_s after it was written.
+        # Lease files that name no driver (garbled): run.lease_s after it was written, a run takes each
+        # over, or removes it where its cell is measured.
         "unreadable_leases": [
             {"cell_key": bad.cell_key, "why": bad.why, "written_s_ago": round(bad.age_s, 1)}
             for bad in unreadable_leases(root)

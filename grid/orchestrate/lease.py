@@ -9,7 +9,9 @@ every third of run.lease_s; a group's leases are removed when it settles.
 A killed driver's leases expire after run.lease_s and the next driver takes
 them over, saying so; on the host it ran on, at once (its pid is gone). A lease
 file that cannot be read (garbled, cut short) names no driver: it is treated as
-expiring run.lease_s after it was last written, then taken over, saying so.
+expiring run.lease_s after it was last written, then taken over, saying so. No run takes over a
+lease on a cell already measured (done or INVALID): the next run removes a dead driver's, or a
+garbled one as old, instead, saying so (clear_stale_on_done).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from grid.orchestrate.ledger import DONE, INVALID
 from store.fs import StorePath, StoreRoot
 from store.layout import MANIFEST, StoreLayout
 from store.lease import (
@@ -35,6 +38,7 @@ from store.lease import (
     read_lease,
     release,
     remove_stale,
+    remove_unreadable,
     renew,
     take_over,
 )
@@ -66,12 +70,14 @@ class Unreadable:
     def what(self) -> str:
         return f"unreadable lease ({self.why}), written {self.age_s:,.0f} s ago"
 
-    def words(self, ttl_s: float) -> str:
-        when = (
-            "stale: the next run takes it over"
-            if self.age_s > ttl_s
-            else f"taken over {ttl_s - self.age_s:,.0f} s from now (run.lease_s after it was written)"
-        )
+    def words(self, ttl_s: float, measured: bool = False) -> str:
+        """When it goes, and how: a run takes it over (its cell is still to measure) or, its cell
+        `measured` (done or INVALID: no run takes that over), removes it (clear_stale_on_done)."""
+        if self.age_s > ttl_s:
+            when = f"stale: the next run {'removes it' if measured else 'takes it over'}"
+        else:
+            after = f"{ttl_s - self.age_s:,.0f} s from now (run.lease_s after it was written)"
+            when = f"removed by a run started {after}" if measured else f"taken over {after}"
         return f"{self.what()}; {when}"
 
 
@@ -99,19 +105,40 @@ def unreadable_leases(root: StoreRoot) -> list[Unreadable]:
     return sorted((u for u in found if u is not None), key=lambda u: u.cell_key)
 
 
-def clear_stale_on_done(root: StoreRoot, done: Callable[[str], bool], say: Callable[[str], None]) -> int:
-    """Remove the leases of dead drivers (expired, or their pid gone from this host) on cells that are
-    done (`done(cell_key)`): no run takes those over, so they would stay "stale" for ever. Each one
-    removed is said; the count is returned."""
+# A measured cell, as clear_stale_on_done names it (by the ledger's state: DONE or INVALID).
+MEASURED_WORDS = {DONE: "done cell {key}", INVALID: "cell {key}, measured INVALID"}
+
+
+def clear_stale_on_done(
+    root: StoreRoot, state: Callable[[str], str | None], say: Callable[[str], None], ttl_s: float
+) -> int:
+    """Remove the leases no driver holds on cells already measured (`state(cell_key)`, the ledger's:
+    done or INVALID): no run takes those over, so they would stay "stale" for ever. A dead driver's
+    (expired, or its pid gone from this host), and a lease file that cannot be read and was not
+    rewritten for `ttl_s` (run.lease_s: as stale as CellLeases would take it over). Each one removed
+    is said, with the cell's state; the count is returned."""
     removed = 0
     for lease in all_leases(root):
-        if (why := lease.stale()) is None or not done(lease.cell_key):
+        if (why := lease.stale()) is None or (on := measured_cell(state, lease.cell_key)) is None:
             continue
         with contextlib.suppress(OSError):
             if remove_stale(lease_path(root, lease.cell_key), lease):
                 removed += 1
-                say(f"lease: removed {lease.holder()}'s lease on done cell {lease.cell_key} ({why})")
+                say(f"lease: removed {lease.holder()}'s lease on {on} ({why})")
+    for bad in unreadable_leases(root):
+        if bad.age_s <= ttl_s or (on := measured_cell(state, bad.cell_key)) is None:
+            continue
+        with contextlib.suppress(OSError):
+            if remove_unreadable(lease_path(root, bad.cell_key), ttl_s):
+                removed += 1
+                say(f"lease: removed an {bad.what()}, on {on} (no driver rewrote it for run.lease_s)")
     return removed
+
+
+def measured_cell(state: Callable[[str], str | None], key: str) -> str | None:
+    """'done cell <key>' or 'cell <key>, measured INVALID'; None for a cell not measured."""
+    words = MEASURED_WORDS.get(state(key) or "")
+    return None if words is None else words.format(key=key)
 
 
 class CellLeases:

@@ -31,7 +31,6 @@ from grid.orchestrate.ledger import (
     FAILED,
     INTERRUPTED,
     INVALID,
-    MEASURED,
     Ledger,
     attempt_state,
     build_ledger,
@@ -107,8 +106,9 @@ def _run(overrides: list[str], console: Console | None, then: Callable[[], int] 
     ledger = build_ledger(ctx.store_root)
     for problem in ledger.problems:
         console.print(f"[yellow]store:[/] {problem}")
-    # A killed driver's lease on a cell measured since (done or INVALID) is taken over by no one.
-    clear_stale_on_done(ctx.store_root, lambda key: ledger.status(key) in MEASURED, console.print)
+    # A killed driver's lease on a cell measured since (done or INVALID) is taken over by no one, nor
+    # is a garbled one: removed here, once no driver has rewritten it for run.lease_s.
+    clear_stale_on_done(ctx.store_root, ledger.status, console.print, config.run.lease_s)
     todo = select(
         cells, ledger, config.run.mode, config.run.force, config.run.keep_invalid, config.run.invalid_reruns
     )

@@ -16,6 +16,7 @@ from rich.console import Console
 from grid.cli.plan_report import corpora_title
 from grid.cli.status import status
 from grid.orchestrate.lease import clear_stale_on_done
+from grid.orchestrate.ledger import DONE
 from store.layout import StoreLayout
 from store.lease import Lease, all_leases, create, lease_path
 from store.space import STORE_UNUSABLE, write_failure
@@ -109,7 +110,7 @@ def test_a_dead_drivers_leases_on_done_cells_are_cleared_and_no_others(tmp_path)
         write_ok_attempt(layout, tags(cell.key, f"s1-{cell.key[:4]}"), records(1), {"valid": True})
     said = []
     # Only a and c are done here: b's expired lease stays for the run that measures it.
-    assert clear_stale_on_done(tmp_path, lambda key: key in {a.key, c.key}, said.append) == 1
+    assert clear_stale_on_done(tmp_path, {a.key: DONE, c.key: DONE}.get, said.append, 600) == 1
     assert sorted(lease.cell_key for lease in all_leases(tmp_path)) == sorted([b.key, c.key])
     assert said == [
         f"lease: removed {killed.holder()}'s lease on done cell {a.key} "
