@@ -546,14 +546,15 @@ def launch(
             progress.update(task, completed=counts[DONE] + counts[INVALID], description=line)
 
         def report(outcome: CellOutcome) -> None:
+            if outcome.stops_run:  # refused for the store's sake: pending, as the closing line counts it
+                return  # (conclude); its reason comes once, at the end
             last[outcome.cell_key] = outcome
             if (again := busy_again_line(outcome, busy, host_reruns(config))) is not None:
                 progress.console.print(again, soft_wrap=True)
             counts = cell_counts(last, total)
             shown["latest"] = outcome
             redraw()
-            # A store refusal is the run's stop: its reason comes once, at the end.
-            if outcome.status == "failed" and not outcome.stops_run:
+            if outcome.status == "failed":
                 final = "" if outcome.retryable else " (not retried: a retry cannot fix it)"
                 progress.console.print(f"[red]attempt failed[/] {outcome.label}: {outcome.error}{final}")
             elif outcome.status == "ok" and not progress.console.is_terminal:
