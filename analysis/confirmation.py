@@ -30,13 +30,14 @@ from analysis.drift import band_by_lag
 from analysis.final import FINAL_CORPUS, lever_scores
 from analysis.medians import sessions_of
 from analysis.power import GAIN
+from analysis.repeats import invalid_count, invalid_flag
 from vocab.cells import REFERENCE_LEVER
 
 CONFIRMED = "confirmed"
 NOT_CONFIRMED = "not confirmed"
 CONFIRM_COLUMNS = ["model", "confirmed_of", "confirmed_x", "confirmed_ci_lo", "confirmed_ci_hi",
                    "confirmed_n", "confirmed_label", "confirmed_noise_terms", "confirmation",
-                   "confirmed_power", "confirmed_prompts_seen"]  # fmt: skip
+                   "confirmed_power", "confirmed_prompts_seen", "confirmed_invalid_left_out"]  # fmt: skip
 
 
 def planned_label(final_row: Mapping[str, Any]) -> str:
@@ -103,12 +104,14 @@ def confirmations(
     final_corpus: str = FINAL_CORPUS,
     command: str = "python -m grid confirm",
     seen: Mapping[str, float] | None = None,
+    cells: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per model of `final` (analysis.final.final_levers): its confirmation's figure, or why none.
 
     `record`: grid/orchestrate/confirm.py's record ({"models": [{"model", "planned", ...}]}) or None when no
     confirmation was planned; `medians`: analysis.medians.lever_medians of the record's cells;
-    `seen`: prompts_seen of those cells.
+    `seen`: prompts_seen of those cells; `cells`: the record's cells, INVALID ones included (the
+    medians left those out: confirmed_invalid_left_out says so, analysis/repeats.py invalid_flag).
     """
     planned: dict[str, str] = {m["model"]: m["planned"] for m in (record or {}).get("models", [])}
     rows = []
@@ -130,8 +133,21 @@ def confirmations(
             mine = medians[medians["model"] == model] if not medians.empty else medians
             out |= judge_confirmation(mine, drift, final_corpus)
             out["confirmed_prompts_seen"] = (seen or {}).get(model)
+            out["confirmed_invalid_left_out"] = invalid_left_out(row, cells)
         rows.append(out)
     return pd.DataFrame(rows, columns=CONFIRM_COLUMNS)
+
+
+def invalid_left_out(final_row: Mapping[str, Any], cells: pd.DataFrame | None) -> str | None:
+    """The confirmation's INVALID cells of one model (its final lever's and van's), left out of the
+    held-out figure, in the one label's words; None where none was."""
+    if cells is None or cells.empty or not {"model", "lever"} <= set(cells.columns):
+        return None
+    theirs = cells[cells["model"] == final_row["model"]].to_dict("records")
+    lever = [c for c in theirs if c["lever"] == final_row["final_lever"]]
+    van = [c for c in theirs if c["lever"] == REFERENCE_LEVER]
+    label = str(final_row.get("final_label") or final_row["final_lever"])
+    return invalid_flag([(label, *invalid_count(lever)), ("van", *invalid_count(van))], left_out=True)
 
 
 def confirmation_words(row: Mapping[str, Any]) -> str:

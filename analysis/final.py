@@ -72,6 +72,9 @@ TABLE1_COLUMNS = [
     "confirmed_noise_terms",
     "confirmation",
     "confirmed_power",
+    # The confirmation's / the selection's INVALID cells of the two configurations, left out of the
+    # figure (analysis/repeats.py invalid_flag; filled by analysis/confirmation.py and analysis/study.py).
+    "confirmed_invalid_left_out",
     "van_tok_per_s",
     "final_tok_per_s",
     "scored_on",
@@ -83,6 +86,7 @@ TABLE1_COLUMNS = [
     "label",
     "verdict",
     "noise_terms",
+    "invalid_left_out",
     # What else the scored cells' engines differed in from van's, and what van's ran with
     # (analysis/effective.py; filled by analysis/study.py from the cells).
     "also_differs",

@@ -44,6 +44,7 @@ TABLE1_HEADERS = {
     "confirmed_noise_terms": "held-out interval carries",
     "confirmation": "confirmation",
     "confirmed_power": "held-out power (what it could detect)",
+    "confirmed_invalid_left_out": "held-out: INVALID cells left out",
     "van_tok_per_s": "van tok/s",
     "final_tok_per_s": "final tok/s",
     "scored_on": "tok/s scored on",
@@ -55,9 +56,31 @@ TABLE1_HEADERS = {
     "label": "selection label",
     "verdict": "selection verdict",
     "noise_terms": "selection interval carries",
+    "invalid_left_out": "selection: INVALID cells left out",
     "also_differs": "selection: what else its engines ran with unlike van's",
     "van_ran_with": "van ran with (the van x over van is over)",
 }
+# Table 1 in three parts, each narrow enough for a 1280 px window (issue 47; tests/report holds it with
+# a headless browser), read from the top as the one table was read from the left: the held-out figure,
+# then the tok/s the choice was scored on (and what else those engines ran with), then the selection's
+# figure with the van it is over.
+TABLE1_PARTS = (
+    (
+        "Table 1a, held out: the figure to deploy on",
+        ["model", "final_lever", "deploy", "confirmed_x", "confirmed_ci_lo", "confirmed_ci_hi", "confirmed_n",
+         "confirmed_label", "confirmed_noise_terms", "confirmation", "confirmed_power",
+         "confirmed_invalid_left_out"],
+    ),
+    (
+        "Table 1b, what the choice was scored on",
+        ["model", "final_lever", "van_tok_per_s", "final_tok_per_s", "scored_on", "also_differs"],
+    ),
+    (
+        "Table 1c, the selection's figure (reads high)",
+        ["model", "final_lever", "speedup_vs_van", "ci_lo", "ci_hi", "n_value", "n_reference", "label",
+         "verdict", "noise_terms", "invalid_left_out", "van_ran_with"],
+    ),
+)  # fmt: skip
 BEST_K_COLUMNS = ["model", "corpus", "lever", "best_k", "best_tok_per_s", "rule", "compared_k", "rel_diff",
                   "ci_lo", "ci_hi", "n_value", "n_reference", "label", "verdict"]  # fmt: skip
 DRIFT_COLUMNS = ["session_id", "model", "corpus", "lever", "anchor_start_tok_per_s", "anchor_end_tok_per_s",
@@ -66,7 +89,9 @@ DRIFT_COLUMNS = ["session_id", "model", "corpus", "lever", "anchor_start_tok_per
 
 NO_PHASES = "GPU time: no cell recorded its phases."
 RULE_NOTE = (
-    "Read Table 1 from the left. x over van (held out): the held-out confirmation (python -m grid confirm; "
+    "Read Table 1 from the top: 1a the held-out figure, 1b the tok/s the choice was scored on, 1c the "
+    "selection's figure. x over van (held out): the held-out confirmation "
+    "(python -m grid confirm; "
     "experiment=final runs it at the end of its run): the final configuration and van measured again in a "
     "fresh session, on fresh engines, with a prompt seed the selection never drew, judged on those cells "
     "alone; 'confirmed' only when its 90% interval lies wholly above 1 + that session's drift band, and "
@@ -89,7 +114,8 @@ RULE_NOTE = (
     "scored cells ran with unlike van's, beyond what the lever changes by design (e.g. model runner V2 vs "
     "V1: the ratio then holds that change too); 'van ran with' is the van each x over van is over; an "
     "NVFP4 lever whose engines ran it through Marlin is shown as the W4A16 it ran, and a dynamic-K lever "
-    "whose K never moved as 'fixed K in effect'."
+    "whose K never moved as 'fixed K in effect'. An INVALID cell is in no figure; 'INVALID cells left "
+    "out' names those of the two configurations a figure would have held (analysis/repeats.py)."
 )
 
 
@@ -136,6 +162,19 @@ def table1_shown(table: pd.DataFrame) -> pd.DataFrame:
             f"{_cell(v)} (geometric mean over corpora, not one cell's)" for v in shown.loc[pooled, column]
         ]
     return shown
+
+
+def table1_html(table: pd.DataFrame, pct: str) -> str:
+    """Table 1 on the page: its parts (TABLE1_PARTS) one above the other, in one block (#table1)."""
+    if table.empty:
+        return "<div id='table1'><p class='note'>(none)</p></div>"
+    shown = table1_shown(table)
+    headers = {k: v.format(pct=pct) for k, v in TABLE1_HEADERS.items()}
+    parts = [
+        f"<h3>{html.escape(caption)}</h3>{table_html(shown, columns, headers)}"
+        for caption, columns in TABLE1_PARTS
+    ]
+    return f"<div id='table1'>{''.join(parts)}</div>"
 
 
 def figure_1(table1: pd.DataFrame) -> str:
@@ -214,6 +253,11 @@ def ran_as(study: Study) -> dict[str, str]:
     }
 
 
+def flagged(flag: object) -> str:
+    """'; 1 of 3 van cells INVALID, left out of the ratio' after an answer, '' where no cell was."""
+    return f"; {flag}" if isinstance(flag, str) and flag else ""
+
+
 def _answers(study: Study) -> str:
     if study.final.empty:
         if study.measured.empty:
@@ -223,11 +267,15 @@ def _answers(study: Study) -> str:
             "named in the notes with its reasons).</p>"
         )
     answers = study.final.get("answer", pd.Series(dtype=object)).dropna()
-    held_out = {r["model"]: confirmation_words(r) for r in study.confirmation.to_dict("records")}
+    held_out = {
+        r["model"]: confirmation_words(r) + flagged(r.get("confirmed_invalid_left_out"))
+        for r in study.confirmation.to_dict("records")
+    }
     ran = ran_as(study)
+    invalid = {r["model"]: flagged(r.get("invalid_left_out")) for r in study.table1.to_dict("records")}
     items = "".join(
         (f"<li>held-out confirmation: {html.escape(held_out[m])}<br>" if m in held_out else "<li>")
-        + f"selection (reads high): {html.escape(str(a) + ran.get(m, ''))}</li>"
+        + f"selection (reads high): {html.escape(str(a) + ran.get(m, '') + invalid.get(m, ''))}</li>"
         for m, a in zip(study.final.loc[answers.index, "model"], answers, strict=True)
     )
     return f"<ul>{items}</ul><p>{html.escape(geomean_words(study.table1))}</p>"
@@ -261,11 +309,7 @@ def render_report(study: Study, title: str) -> str:
         f"<p class='note'>{html.escape(share_line(study.measured) or NO_PHASES)}</p>",
         "<h2>Table 1: final lever per model</h2>",
         f"<p class='note'>{html.escape(RULE_NOTE.format(pct=pct))}</p>",
-        table_html(
-            table1_shown(study.table1),
-            list(TABLE1_HEADERS),
-            {k: v.format(pct=pct) for k, v in TABLE1_HEADERS.items()},
-        ),
+        table1_html(study.table1, pct),
         figure_1(study.table1),
         "<h2>Per corpus: throughput and latency</h2>",
         "<p class='note'>Medians over each configuration's VALID cells (repeats); TTFT and TPOT are each "

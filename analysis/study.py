@@ -24,6 +24,7 @@ from analysis.effective import also_differs, fixed_k, fixed_k_words, is_marlin, 
 from analysis.final import FINAL_CORPUS, final_levers, speedup_geomean, table1
 from analysis.gate import parse_k_by_corpus
 from analysis.medians import lever_medians
+from analysis.repeats import invalid_count, invalid_flag
 from store.fs import StoreRoot
 from store.layout import StoreLayout
 from store.read import connect, has_view
@@ -147,12 +148,15 @@ def analyse(
     )
 
 
-def scored_cells(row: Mapping[str, object], measured: pd.DataFrame) -> tuple[list[dict], list[dict]]:
+def scored_cells(
+    row: Mapping[str, object], measured: pd.DataFrame, every: bool = False
+) -> tuple[list[dict], list[dict]]:
     """The VALID cells a model's final lever and van were scored on (final_k_by_corpus's corpora at
-    their K): (final's, van's)."""
+    their K): (final's, van's); with `every`, INVALID ones too (those the scores left out)."""
     pairs = parse_k_by_corpus(str(row.get("final_k_by_corpus") or ""))
     corpora = {c for c, _ in pairs}
-    kept = measured[measured["valid"].fillna(False).astype(bool)] if "valid" in measured else measured
+    valid = "valid" in measured and not every
+    kept = measured[measured["valid"].fillna(False).astype(bool)] if valid else measured
     cells = kept[(kept["model"] == row.get("model")) & kept["corpus"].isin(corpora)].to_dict("records")
     mine = [c for c in cells if c["lever"] == row.get("final_lever") and (c["corpus"], c["k"]) in pairs]
     return mine, [c for c in cells if c["lever"] == "van"]
@@ -162,10 +166,12 @@ def table1_effective(table: pd.DataFrame, final: pd.DataFrame, measured: pd.Data
     """Table 1 with what its engines ran with (analysis/effective.py): the final lever as it ran (an
     NVFP4 lever whose every cell ran on Marlin is the W4A16 it was; a dynamic-K lever whose K never
     moved says 'fixed K in effect'), what else its scored cells differed in from van's, and what
-    van's ran with: the van each x over van is over."""
+    van's ran with: the van each x over van is over; and the INVALID cells of those two
+    configurations that the scores left out (invalid_left_out: analysis/repeats.py invalid_flag)."""
     if table.empty or "final_k_by_corpus" not in final or "lever" not in measured:
         return table
-    table = table.astype({"final_lever": object, "also_differs": object, "van_ran_with": object})
+    columns = ("final_lever", "also_differs", "van_ran_with", "invalid_left_out")
+    table = table.astype(dict.fromkeys(columns, object))
     by_model = {r["model"]: r for r in final.to_dict("records")}
     for i, model in table["model"].items():
         row = by_model.get(model)
@@ -179,7 +185,18 @@ def table1_effective(table: pd.DataFrame, final: pd.DataFrame, measured: pd.Data
                 table.loc[i, "final_lever"] = f"{table.loc[i, 'final_lever']} ({fixed})"
             table.loc[i, "also_differs"] = also_differs(mine, van) or "nothing else"
         table.loc[i, "van_ran_with"] = ran_with(van) or "unknown (not in the engine log)"
+        table.at[i, "invalid_left_out"] = scored_invalid(row, measured)
     return table
+
+
+def scored_invalid(row: Mapping[str, object], measured: pd.DataFrame) -> str | None:
+    """The INVALID cells of a model's final configuration and of van on the corpora it was scored on,
+    left out of Table 1's x over van, in the one label's words; None where none was."""
+    mine, van = scored_cells(row, measured, every=True)
+    sides = [("van", *invalid_count(van))]
+    if row.get("final_lever") != "van":
+        sides.insert(0, (str(row.get("final_label") or row.get("final_lever")), *invalid_count(mine)))
+    return invalid_flag(sides, left_out=True)
 
 
 def confidence_note(confidence: float) -> list[str]:
@@ -207,7 +224,7 @@ def confirmation_of(
     medians, _ = lever_medians(measured, include_invalid)
     drift, _ = session_drift(confirming.anchors, include_invalid)
     seen = prompts_seen(measured, selection)
-    return confirmations(final, confirming.record, medians, drift, final_corpus, seen=seen)
+    return confirmations(final, confirming.record, medians, drift, final_corpus, seen=seen, cells=measured)
 
 
 def reused_left_out(measured: pd.DataFrame) -> list[str]:
