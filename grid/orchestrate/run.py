@@ -46,7 +46,7 @@ from grid.plan.cost import launch_order
 from grid.plan.groups import group_by_engine
 from store.atomic import write_json
 from store.layout import StoreLayout
-from store.phases import Phase, clear_phases, read_phases
+from store.phases import Phase, clear_phases, read_phases, sweep_phases
 from store.read import connect
 from vocab.cells import Cell, stable_hash
 from vocab.console import make_console  # the terminal's width, or LOG_WIDTH in a log (also the tune's)
@@ -63,6 +63,11 @@ _RUNS_IN_PROGRESS = 0
 # How often the driver reads what each engine is doing (store/phases.py): a local store, an object store.
 PHASE_POLL_S = 2.0
 REMOTE_PHASE_POLL_S = 10.0
+# After the Ray head is lost (schedule.watching_head), how long its watch waits for the run to end on
+# its own (cells in flight recorded as interrupted, the session's end, the closing line) before it
+# ends the session alone: a call into Ray can hold the main thread until Ray ends the process, about
+# 60 s after the head went (HEAD_LOST_S + this + the end's own writes stay well inside that).
+HEAD_GRACE_S = 20.0
 
 
 @contextmanager
@@ -109,6 +114,8 @@ def _run(overrides: list[str], console: Console | None, then: Callable[[], int] 
     # A killed driver's lease on a cell measured since (done or INVALID) is taken over by no one, nor
     # is a garbled one: removed here, once no driver has rewritten it for run.lease_s.
     clear_stale_on_done(ctx.store_root, ledger.status, console.print, config.run.lease_s)
+    # What ended sessions left under phases/ (a driver that lost its Ray head, say): theirs no longer.
+    sweep_phases(ctx.store_root, keep=ctx.session_id)
     todo = select(
         cells, ledger, config.run.mode, config.run.force, config.run.keep_invalid, config.run.invalid_reruns
     )
@@ -166,7 +173,7 @@ def _run(overrides: list[str], console: Console | None, then: Callable[[], int] 
 
             console.print(f"[red]stopped[/]: the store failed after the run: {os_error_line(exc)}")
             code = 128 + stop.signum if stop.signum is not None else 1
-        if todo and (stop.signum is not None or _RUNS_IN_PROGRESS == 1):
+        if todo and (stop.signum is not None or stop.head_lost or _RUNS_IN_PROGRESS == 1):
             leave_ray(stop, code)  # here, not later, so a signal meanwhile is handled as one
     return code
 
@@ -222,7 +229,8 @@ def leave_ray(stop: Stop, code: int) -> None:
     if stop.signum is None and not started_here():
         return  # a caller's own Ray (a test, a notebook): theirs to end
     if stop.cluster_gone or not disconnect():
-        print("the local Ray cluster was stopped too; its engines end with it", file=sys.stderr)
+        if not stop.head_lost:  # else the closing 'stopped: ...' line, which says so, stays the last
+            print("the local Ray cluster was stopped too; its engines end with it", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
@@ -565,6 +573,7 @@ def launch(
             in_flight_limit,
             init_ray,
             run_phases,
+            watching_head,
         )
 
         # First: Ray's driver installs a SIGTERM handler of its own. A killed driver's agents go first.
@@ -578,7 +587,14 @@ def launch(
         if leases is not None:
             leases.say = progress.console.print
         tick = PhaseWatch(ctx, progress.console, shown, redraw)
-        with stop_on_signals(stop, progress.console), leases.renewing() if leases else nullcontext():
+        settled = threading.Event()  # run_phases has returned: the run ends itself (on_head_lost)
+        lost = on_head_lost(stop, progress.console, settled, lambda: end_session(layout, session, ctx),
+                            ray_is_local(config))  # fmt: skip
+        with (
+            stop_on_signals(stop, progress.console),
+            leases.renewing() if leases else nullcontext(),
+            watching_head(lost),
+        ):
             try:
                 outcomes = run_phases(
                     phases, ctx, config.ray, config.run.max_attempts, report, stop, leases, on_tick=tick,
@@ -588,6 +604,7 @@ def launch(
                 outcomes = exc.outcomes
             finally:
                 clear_phases(ctx.store_root, ctx.session_id)  # a killed worker's file, if any
+                settled.set()
     # The engines have ended: a signal now exits at once, saying so (a second one: "again").
     with stop_on_signals(stop, console, measuring=False):
         try:
@@ -595,6 +612,66 @@ def launch(
         except OSError as exc:
             console.print(f"[yellow]store:[/] the session's end could not be written ({exc})")
     return outcomes
+
+
+def ray_is_local(config: Config) -> bool:
+    """Whether the run starts its own local Ray cluster (no ray.address, no $RAY_ADDRESS: init_ray)."""
+    return (config.ray.address or os.environ.get("RAY_ADDRESS") or "local") == "local"
+
+
+def head_lost_line(address: str, since_s: float, local: bool) -> str:
+    """The run's own last line when the Ray head is lost: what happened and how to resume."""
+    resume = (
+        "run the same command again to resume (it starts a new local cluster and measures only "
+        "what is not done)"
+        if local
+        else "once the cluster's head is back (or ray.address names a live one), run the same command "
+        "again to resume (it measures only what is not done)"
+    )
+    return (
+        f"the Ray head was lost (its GCS at {address} has not answered for {time.time() - since_s:.0f} s), "
+        f"so the run cannot go on; {resume}"
+    )
+
+
+def on_head_lost(
+    stop: Stop, console: Console, settled: threading.Event, end: Callable[[], None], local: bool
+) -> Callable[[str, float], None]:
+    """What the head's watch (schedule.watching_head) calls, from its thread, when the Ray head is lost.
+
+    It stops the run (stop.head_lost: nothing more is asked of the cluster) and gives the main thread
+    HEAD_GRACE_S to end it as any stop ends: interrupted cells, the session's end, the closing line,
+    exit 1. A main thread held in a call into Ray (placing a group, say) never comes back before Ray
+    ends the process: then this thread ends the session (`end`: its end written, its phases folder
+    removed) and exits with the same line, last, on stderr.
+    """
+
+    def lost(address: str, since_s: float) -> None:
+        line = head_lost_line(address, since_s, local)
+        stop.head_lost = stop.cluster_gone = True
+        if not stop:  # a stop already under way (a signal) keeps its reason and its exit code
+            stop.at_s, stop.reason = since_s, line
+        console.print(f"stopping: the Ray head at {address} stopped answering")
+        if settled.wait(HEAD_GRACE_S):
+            return
+        with contextlib.suppress(Exception):
+            end()
+        exit_now(f"stopped: {stop.reason}", 128 + stop.signum if stop.signum is not None else 1)
+
+    return lost
+
+
+def end_session(layout: StoreLayout, session: dict, ctx: RunContext) -> None:
+    """The session's end when its run cannot end itself (on_head_lost): its phases folder removed and
+    `ended_at` written (with the hosts its stored cells ran on where the store says, else the start's)."""
+    clear_phases(ctx.store_root, ctx.session_id)
+    try:
+        ended = end_fingerprint(session, ctx.store_root)
+    except Exception:  # the store's tables unreadable now: the end time matters most
+        from grid.orchestrate.session import utc_now
+
+        ended = {**session, "ended_at": utc_now()}
+    write_json(layout.session_file(ctx.session_id), ended)
 
 
 def session_write_problem(root: object, exc: OSError) -> str:

@@ -9,7 +9,9 @@ failed cells go back on the queue as a smaller group, up to max_attempts; only
 those whose failure another attempt could get past (CellOutcome.retryable: not a
 changed corpus, a bad config, refused requests, a group no node can hold). A cell
 measured INVALID only because the host was busy goes back too, up to
-run.host_invalid_reruns times (host_again).
+run.host_invalid_reruns times (host_again). While the phases run, a thread
+checks that the Ray head answers (watching_head): Ray ends a driver whose head is
+gone a minute later with its own message, and the run must end first.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ import dataclasses
 import logging
 import os
 import re
+import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +76,66 @@ def task_error(exc: RayError) -> str:
         text = str(exc)
     lines = [ln.strip() for ln in ANSI.sub("", text).splitlines() if ln.strip()]
     return f"worker lost ({type(exc).__name__}): {lines[0] if lines else ''}"
+
+
+# The Ray head: how often the driver checks that its GCS answers (a TCP connect, each given
+# HEAD_CONNECT_S), and how long it may not before the run ends. Ray ends a driver whose GCS has not
+# answered for gcs_rpc_server_reconnect_timeout_s (60 s by default) with its own message; the run's
+# end (its cells in flight recorded, the session's end written, its own line) must come first.
+HEAD_POLL_S = 2.0
+HEAD_CONNECT_S = 2.0
+HEAD_LOST_S = 10.0
+
+
+def head_address() -> str | None:
+    """The GCS address ('127.0.0.1:6379') of the cluster this process is connected to, else None."""
+    with contextlib.suppress(Exception):
+        return str(ray.get_runtime_context().gcs_address) or None
+    return None
+
+
+def answers(address: str, timeout_s: float = HEAD_CONNECT_S) -> bool:
+    """Whether something accepts a TCP connection at `address` ('host:port')."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def watching_head(
+    on_lost: Callable[[str, float], None],
+    address: str | None = None,
+    poll_s: float = HEAD_POLL_S,
+    lost_after_s: float = HEAD_LOST_S,
+    probe: Callable[[str], bool] = answers,
+) -> Iterator[None]:
+    """While the block runs, a daemon thread checks every `poll_s` that the Ray head (`address`, else
+    this process's cluster's) answers; once it has not for `lost_after_s`, it calls
+    `on_lost(address, since_s)` once, from that thread (`since_s`: epoch s of the first check that
+    failed). Only the cluster's head is watched: a node lost is a lost worker (record_lost)."""
+    address = address or head_address()
+    done = threading.Event()
+
+    def watch() -> None:
+        since_s: float | None = None
+        while address and not done.wait(poll_s):
+            if probe(address):
+                since_s = None
+                continue
+            since_s = since_s or time.time()
+            if time.time() - since_s >= lost_after_s and not done.is_set():
+                on_lost(address, since_s)
+                return
+
+    thread = threading.Thread(target=watch, name="ray-head-watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
 
 
 # Whether init_ray connected this process (a caller's own ray.init, a test's or a notebook's, is theirs).
@@ -304,7 +367,7 @@ def _run_phase(
     while queue or in_flight:
         if stop:
             raise stop_now()
-        while queue and len(in_flight) < limit:
+        while queue and len(in_flight) < limit and not stop:  # nothing new once stopping
             launch = queue.popleft()
             if reason := unplaceable(launch.group, ray_cfg):
                 settle(launch, record_lost(launch.group, ctx, f"unplaceable: {reason}", retryable=False))
@@ -394,10 +457,12 @@ def interrupt(
     """Kill every in-flight actor (its engine's guard ends the engine); record its unfinished cells.
 
     When the cluster no longer answers, its actors are gone with it and the
-    guards end their engines; the cells are recorded all the same.
+    guards end their engines; the cells are recorded all the same. After the
+    head was lost (stop.cluster_gone already) nothing is asked of it: each call would wait.
     """
     launches = list(in_flight.values())
-    stop.cluster_gone = not within(CLEANUP_S, lambda: [finish(launch) for launch in launches])
+    if not stop.cluster_gone:
+        stop.cluster_gone = not within(CLEANUP_S, lambda: [finish(launch) for launch in launches])
     outcomes = []
     for launch in in_flight.values():
         for outcome in record_interrupted(

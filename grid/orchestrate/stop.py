@@ -18,6 +18,9 @@ class Stop:
     at_s: float | None = None
     # The cluster stopped answering during the stop (its processes got the signal too).
     cluster_gone: bool = False
+    # The Ray head (its GCS) stopped answering mid-run (schedule.watching_head): Ray would end the
+    # driver a minute later with its own message, so the run ends first, with its own line.
+    head_lost: bool = False
 
     def __bool__(self) -> bool:
         return self.reason is not None
