@@ -2,7 +2,8 @@
 
 Cells are compared when they sent the same prompts: same model, corpus,
 number of prompts, prompt seed (load.seed + repeat) and max_tokens; outputs are
-matched prompt by prompt (prompt ids). The reference is a van run at
+matched prompt by prompt (prompt ids), the warm-up's beside the measured ones under
+gates.equivalence.judge_warmup (the same prompts for every lever of a repeat). The reference is a van run at
 temperature 0 (the grid's own van cell, not a replicate or anchor); the second
 van run of the same prompts (the grid's `replicate` cell, else an anchor)
 measures van's own run-to-run agreement. Verdicts are keyed by (model, lever,
@@ -100,8 +101,16 @@ SAME_PROMPTS = ["model", "corpus", "num_prompts", "prompt_seed", "max_tokens"]
 Probes = dict[str, dict[tuple[str, int], dict[int, float]]]
 
 
-def latest_runs(root: Path) -> tuple[pd.DataFrame, dict[str, dict[str, str]], Probes]:
-    """Latest ok attempt per cell (with its load settings), its outputs by request index, its probe."""
+def judged_phases(cfg: EquivalenceConfig) -> tuple[str, ...]:
+    """The request phases whose outputs the gate judges: the measured ones, and the warm-up's (same
+    prompts for every lever of a repeat, apart from the measured ones) under judge_warmup."""
+    return ("warmup", "measure") if cfg.judge_warmup else ("measure",)
+
+
+def latest_runs(
+    root: Path, phases: tuple[str, ...] = ("measure",)
+) -> tuple[pd.DataFrame, dict[str, dict[str, str]], Probes]:
+    """Latest ok attempt per cell (with its load settings), its outputs (of `phases`) by prompt, its probe."""
     con = connect(root)
     if not (has_view(con, "cells") and has_view(con, "requests")):
         return pd.DataFrame(), {}, {}
@@ -120,7 +129,7 @@ def latest_runs(root: Path) -> tuple[pd.DataFrame, dict[str, dict[str, str]], Pr
     for name in ("anchor", "replicate"):
         if name not in cells.columns:
             cells[name] = None
-    rows, unreadable = read_outputs(con, root, cells)
+    rows, unreadable = read_outputs(con, root, cells, phases)
     cells.attrs["unreadable"] = unreadable
     cells.attrs["left_out"] = [f"left out: {line}" for line in damaged(con)["problem"]]
     outputs: dict[str, dict[str, str]] = {}
@@ -133,7 +142,7 @@ def latest_runs(root: Path) -> tuple[pd.DataFrame, dict[str, dict[str, str]], Pr
 
 
 def read_outputs(
-    con: duckdb.DuckDBPyConnection, root: Path, cells: pd.DataFrame
+    con: duckdb.DuckDBPyConnection, root: Path, cells: pd.DataFrame, phases: tuple[str, ...] = ("measure",)
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """Outputs of these cells' attempts, and {attempt_id: problem line} for each file that would not read.
 
@@ -143,10 +152,13 @@ def read_outputs(
     """
     query = (
         "SELECT attempt_id, prompt_id, output_text FROM {source} "
-        "WHERE error_type IS NULL AND attempt_id IN (SELECT unnest($ids)) ORDER BY request_idx"
+        "WHERE error_type IS NULL AND attempt_id IN (SELECT unnest($ids)) "
+        "AND phase IN (SELECT unnest($phases)) "
+        "ORDER BY phase = 'measure', request_idx"
     )
     try:
-        return con.execute(query.format(source="requests"), {"ids": list(cells["attempt_id"])}).df(), {}
+        params = {"ids": list(cells["attempt_id"]), "phases": list(phases)}
+        return con.execute(query.format(source="requests"), params).df(), {}
     except duckdb.Error:
         pass
     layout, frames, unreadable = StoreLayout(root), [], {}
@@ -154,7 +166,9 @@ def read_outputs(
         path = layout.attempt_dir(cell_key, attempt_id) / REQUESTS
         source = f"read_parquet('{str(path).replace(chr(39), chr(39) * 2)}')"
         try:
-            frames.append(con.execute(query.format(source=source), {"ids": [attempt_id]}).df())
+            frames.append(
+                con.execute(query.format(source=source), {"ids": [attempt_id], "phases": list(phases)}).df()
+            )
         except duckdb.Error as exc:
             error = str(exc).splitlines()[0]
             unreadable[attempt_id] = f"cell {cell_key} attempt {attempt_id}: {path}: unreadable ({error})"
@@ -189,7 +203,7 @@ def distribution(probes: Probes, reference: str, candidate: str) -> Distribution
 
 def verdicts(root: Path, session_id: str, cfg: EquivalenceConfig) -> pd.DataFrame:
     """One verdict per non-van cell of the store's latest attempts (see module doc)."""
-    cells, outputs, probes = latest_runs(root)
+    cells, outputs, probes = latest_runs(root, judged_phases(cfg))
     found = []
     if cells.empty:
         return pd.DataFrame(columns=VERDICT_COLUMNS)

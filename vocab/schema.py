@@ -537,6 +537,13 @@ class EquivalenceConfig:
     # At 46 prompts on a floor changing half of outputs that is 35 points, 19 at
     # 160, 10.4 at 512 (`python -m analysis.equivalence_power` prints them).
     identical_pass_rate: float = ranged(0.95, 0.5, 1, hi_open=True)
+    # Judge the warm-up's outputs too: every lever of a repeat warms up on the same
+    # prompts (disjoint from the measured ones), greedy, so they are evidence the
+    # cell already paid for. At the study's load (64 warm-up requests) the gate
+    # then decides on 110 prompts of chat_bench instead of 46 and 345 of summarize
+    # instead of 281, which analysis.equivalence_power.gate_prompts asks for;
+    # no request more is sent. Cells stored before 2026-12-07 hold no warm-up rows.
+    judge_warmup: bool = True
     # Logprob probe (workers/load/probe.py): after its measured requests, each cell
     # scores the text of this many corpus prompts with top-k prompt logprobs
     # (0: off). Not part of the measurement; it feeds the gate for quantised

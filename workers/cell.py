@@ -109,7 +109,8 @@ def run_cell(
     stage: CellStage | None = None,
 ) -> tuple[list[RequestRecord], dict[str, Any], list[ProbeRow]]:
     """Warm up, measure one cell on a running engine, then run the logprob probe; return the
-    measured requests, the cell's measured columns and the probe's rows.
+    requests (warm-up, then measured; each says its phase), the cell's measured columns and the
+    probe's rows.
 
     `served` holds what this engine launch was sent before the cell; the cell's
     own prompts are added to it as they go out, whatever becomes of the cell.
@@ -156,7 +157,9 @@ def run_cell(
     probe, probe_columns = run_cell_probe(target, chosen, ctx.gates.equivalence)
     ensure_alive(engine)
     clock.lap("probe")
-    return load.records, {**columns, **probe_columns, **clock.columns()}, probe
+    # The warm-up's requests are stored too (phase 'warmup'): the equivalence gate judges their
+    # outputs beside the measured ones (gates.equivalence.judge_warmup); nothing else reads them.
+    return [*warmup, *load.records], {**columns, **probe_columns, **clock.columns()}, probe
 
 
 @dataclass(frozen=True)

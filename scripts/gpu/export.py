@@ -2,7 +2,7 @@
 
 The store's tree is too deep and too many files for the device tool's return
 (8 files, 2 folders down), so this writes: cells.parquet (every ok attempt's
-summary row), requests.parquet (every measured request), sessions.json, and
+summary row), requests.parquet (every stored request: measured and warm-up, by `phase`), sessions.json, and
 engine_logs.txt (the tail and CUDA-graph tables of every engine log).
 """
 

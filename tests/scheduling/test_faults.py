@@ -77,7 +77,8 @@ def test_engine_killed_mid_cell_is_retried_without_partial_rows(cluster, inputs,
     manifest = (failed[0].folder / "manifest.json").read_text()
     assert "stub: dying after 3 requests" in manifest  # the log tail travels with the failure
     requests = pd.concat(pd.read_parquet(p) for p in ok_files(inputs / "store", "requests.parquet"))
-    assert len(requests) == 2 * 6  # two cells x num_prompts, nothing from the dead attempt
+    # Two cells x num_prompts measured (and one warm-up request each), nothing from the dead attempt.
+    assert requests["phase"].value_counts().to_dict() == {"measure": 2 * 6, "warmup": 2}
     assert requests["error_type"].isna().all()
 
 
