@@ -65,7 +65,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from typing import Any
 
 from vocab.schema import EquivalenceConfig
@@ -338,6 +338,58 @@ def paired_from_counts(
         None,
         None,
     )
+
+
+def pool(parts: Iterable[Paired]) -> Paired:
+    """One Paired over the prompts of several paired judgements of one lever (the sessions of a tune
+    that measured the same model, lever, K and corpus, each against its own van and replicate): the
+    counts add, the prefix shares are left out.
+
+    Valid under the gate's null: for a lever identical to van, whether the lever or the replicate
+    changed a prompt's output is a coin that each session tosses anew (each run's change is
+    independent given the prompt and van's output), so the discordant prompts of different sessions
+    are uncorrelated in sign even where the same prompt is drawn twice and is fragile every time.
+    A worse lever that changes the same prompt in every session makes its units correlated, so
+    pooled prompts buy it somewhat less than their count suggests (equivalence_power measures it on
+    independent draws)."""
+    parts = list(parts)
+    n = sum(p.n_prompts for p in parts)
+    floor_only = sum(p.floor_only for p in parts)
+    lever_only = sum(p.lever_only for p in parts)
+    return Paired(
+        n,
+        sum(p.lever_matches for p in parts),
+        sum(p.floor_matches for p in parts),
+        floor_only,
+        lever_only,
+        binomial_tail(floor_only, floor_only + lever_only),
+        None,
+        None,
+    )
+
+
+# The tune's gate on a lever's path (experiments/decide.py: TuneRules.gate_path_pass, gate_keep_share).
+# A lever reaches a deploy through two looks at its equivalence: the stage that keeps it (on what the
+# tune has measured of it so far) and the confirmation (on all of it, pooled), on every corpus. An
+# identical lever must clear them all `path_pass` of the time: the budget 1 - path_pass is split over
+# the corpora and the two looks (Bonferroni: the looks share data, so the path passes at least that
+# often), `keep_share` of it to the keep, the rest to the confirmation, whose pooled prompts give it
+# the power. Each look's test is judge_paired with identical_pass_rate set to the look's rate.
+PATH_PASS = 0.98
+KEEP_SHARE = 0.1
+
+
+def look_pass_rate(
+    path_pass: float = PATH_PASS, corpora: int = 2, final: bool = True, keep_share: float = KEEP_SHARE
+) -> float:
+    """The identical-lever pass rate one look on one corpus is held to (comment above)."""
+    budget = (1.0 - path_pass) / max(1, corpora)
+    return 1.0 - budget * ((1.0 - keep_share) if final else keep_share)
+
+
+def at_pass_rate(cfg: EquivalenceConfig, pass_rate: float) -> EquivalenceConfig:
+    """`cfg` with an identical lever's pass rate set to `pass_rate` (applied_margin widens to it)."""
+    return replace(cfg, identical_pass_rate=pass_rate)
 
 
 def _points(share: float) -> str:

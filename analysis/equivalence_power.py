@@ -60,10 +60,14 @@ import numpy as np
 from analysis.equivalence import (
     DETECT_EXCESS,
     DETECT_POWER,
+    KEEP_SHARE,
     NO_REFERENCE,
     PASS,
+    PATH_PASS,
+    at_pass_rate,
     catch_rate,
     judge_paired,
+    look_pass_rate,
     paired_from_counts,
     prompts_for_power,
     widest_margin,
@@ -132,6 +136,21 @@ def judged(counts: tuple[int, int, int, int], cfg: EquivalenceConfig, cfg_key: t
     return _VERDICTS[key]
 
 
+def draw_counts(
+    rng: np.random.Generator, excess: float, n_prompts: int, draws: int = 1, floor: Floor = H200_INDEPENDENT
+) -> np.ndarray:
+    """`draws` sessions' prompt counts (lever only changed, replicate only changed, both, neither), an
+    array of shape (draws, 4): `n_prompts` prompts run by van, van's replicate and a lever `excess`
+    worse (draw_verdicts' model; what analysis/verdicts.py stores of a paired judgement)."""
+    room = 1.0 - floor.differ_share
+    if not 0.0 <= excess <= room + 1e-12:
+        raise ValueError(
+            f"excess {excess:g}: a lever can change at most 1 - differ_share = {room:.2f} more of van's "
+            f"outputs than the replicate on floor {floor.name}; pass an excess in [0, {room:.2f}]"
+        )
+    return rng.multinomial(n_prompts, outcome_probabilities(floor, min(excess, room)), size=draws)
+
+
 def draw_verdicts(
     rng: np.random.Generator,
     excess: float,
@@ -149,14 +168,7 @@ def draw_verdicts(
     with `cfg` (default EquivalenceConfig()).
     """
     cfg = cfg or EquivalenceConfig()
-    room = 1.0 - floor.differ_share
-    if not 0.0 <= excess <= room + 1e-12:
-        raise ValueError(
-            f"excess {excess:g}: a lever can change at most 1 - differ_share = {room:.2f} more of van's "
-            f"outputs than the replicate on floor {floor.name}; pass an excess in [0, {room:.2f}]"
-        )
-    probabilities = outcome_probabilities(floor, min(excess, room))
-    counts = rng.multinomial(n_prompts, probabilities, size=draws)
+    counts = draw_counts(rng, excess, n_prompts, draws, floor)
     # Distinct counts are few next to the draws: judge each once (astuple deep-copies: once per call).
     distinct, inverse = np.unique(counts[:, :3], axis=0, return_inverse=True)
     cfg_key = astuple(cfg)
@@ -349,10 +361,89 @@ def study_markdown(
     return "\n".join(lines)
 
 
+# Sessions a deployed lever's gate pools on the tune's path: the fewest (kept at the last stage before
+# the confirmation: that stage and the confirmation) and a lever kept at the first stage (suffix:
+# measured again as the incumbent of kpad, best K and dynk, then confirmed).
+PATH_SESSIONS = (2, 5)
+# Draws per cell of the path table: each draw judges up to 5 sessions' pooled counts (sd ~0.6 point at 80 %).
+PATH_DRAWS = 4_000
+# The tune's corpora as the simulated tune measures them (gpu_short: analysis/simulated_sessions.GATE_ON).
+TUNE_CORPORA = (StudyCorpus("code_complete (tune, gpu_short)", 160, 625),
+                StudyCorpus("chat_bench (tune, gpu_short)", 78, 110))  # fmt: skip
+
+
+def path_pass_rate(
+    floor: Floor,
+    excess: float,
+    n_prompts: int,
+    sessions: int,
+    cfg: EquivalenceConfig | None = None,
+    draws: int = DRAWS,
+    seed: int = SEED,
+    path_pass: float = PATH_PASS,
+    keep_share: float = KEEP_SHARE,
+    corpora: int = 2,
+) -> float:
+    """How often a lever `excess` worse than van's rerun clears the tune's gate on one corpus over its
+    path (experiments/decide.py, pooled): the keep's look on its first session's prompts, at the keep's
+    pass rate, then the confirmation's on all `sessions` sessions pooled (analysis.equivalence.pool), at
+    the confirmation's (analysis.equivalence.look_pass_rate of `path_pass` over `corpora` corpora).
+    Each session draws its own counts from `floor` (draw_counts) at `n_prompts` prompts."""
+    cfg = cfg or EquivalenceConfig()
+    keep = at_pass_rate(cfg, look_pass_rate(path_pass, corpora, False, keep_share))
+    final = at_pass_rate(cfg, look_pass_rate(path_pass, corpora, True, keep_share))
+    keys = (astuple(keep), astuple(final))
+    rng = np.random.default_rng(
+        [seed, n_prompts, sessions, round(excess * 1e6), zlib.crc32(floor.name.encode())]
+    )
+    counts = draw_counts(rng, excess, n_prompts, draws * sessions, floor)[:, :3].reshape(draws, sessions, 3)
+    # The pooled counts are the sessions' sums (analysis.equivalence.pool adds them; a test holds the
+    # two equal). Distinct (first session, sum) pairs are few next to the draws: each judged once.
+    pairs = np.concatenate([counts[:, 0, :], counts.sum(axis=1)], axis=1)
+    distinct, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    passed = [
+        judged((n_prompts, *first), keep, keys[0]) == PASS
+        and judged((n_prompts * sessions, *total), final, keys[1]) == PASS
+        for first, total in ((row[:3], row[3:]) for row in distinct.tolist())
+    ]
+    return float(np.asarray(passed)[inverse.reshape(-1)].mean())
+
+
+def path_markdown(
+    cfg: EquivalenceConfig | None = None,
+    draws: int = DRAWS,
+    seed: int = SEED,
+    floors: Sequence[Floor] = NOISY_FLOORS,
+    corpora: Sequence[StudyCorpus] = (*STUDY_CORPORA, *TUNE_CORPORA),
+    sessions: Sequence[int] = PATH_SESSIONS,
+) -> str:
+    """Per corpus (at the prompts the gate decides on) and sessions pooled: an identical lever's pass
+    and a +10-point lever's catch over the tune's path (path_pass_rate), % ."""
+    cfg = cfg or EquivalenceConfig()
+    head = " | ".join(f"{f.name}: identical passes / +10 caught" for f in floors)
+    lines = [
+        f"| corpus | prompts a session | sessions pooled | {head} |",
+        "|---|---:|---:|" + "---|" * len(floors),
+    ]
+    for corpus in corpora:
+        n = gate_prompts(corpus, cfg) if corpus in STUDY_CORPORA else corpus.measured
+        for count in sessions:
+            cells = []
+            for floor in floors:
+                identical = path_pass_rate(floor, 0.0, n, count, cfg, draws, seed)
+                worse = min(DETECT_EXCESS, 1 - floor.differ_share)
+                caught = 1.0 - path_pass_rate(floor, worse, n, count, cfg, draws, seed)
+                mark = "" if caught >= DETECT_POWER else " (short)"
+                cells.append(f"{100 * identical:.1f} / {100 * caught:.1f}{mark}")
+            lines.append(f"| {corpus.name} | {n} | {count} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=DRAWS)
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--path-draws", type=int, default=PATH_DRAWS, help="draws per cell of the path table")
     parser.add_argument("--margin", type=float, default=EquivalenceConfig.noninferiority_margin)
     parser.add_argument("--alpha", type=float, default=EquivalenceConfig.alpha)
     parser.add_argument("--min-prompts", type=int, default=EquivalenceConfig.min_prompts)
@@ -381,6 +472,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print()
     print(study_markdown(cfg, args.draws, args.seed))
+    keep, final = (look_pass_rate(final=f) for f in (False, True))
+    print()
+    print(
+        f"The tune's path (experiments/decide.py, pooled gate): an identical lever clears every look on "
+        f"both corpora >= {PATH_PASS:.0%} of the time; per corpus the keep's look on its first session at "
+        f"{keep:.2%}, the confirmation's on every session of the tune that measured the lever, pooled, "
+        f"at {final:.2%} (path_pass_rate), {args.path_draws:,} draws per cell; (short): caught below "
+        f"{DETECT_POWER:.0%}"
+    )
+    print()
+    print(path_markdown(cfg, args.path_draws, args.seed))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,14 +39,15 @@ import pandas as pd
 
 from analysis.drift import DRIFT_COLUMNS, session_drift, split_anchors, trend
 from analysis.equivalence import FAIL, PASS
-from analysis.equivalence_power import H200_INDEPENDENT, Floor, draw_verdicts
+from analysis.equivalence_power import H200_INDEPENDENT, Floor, draw_counts, judged
 from analysis.medians import MEDIAN_COLUMNS, lever_medians
 from vocab.schema import EquivalenceConfig, ModelSpec
 
 BASE_TOK_PER_S = 1000.0
 SEED = 26
 VERDICT_COLUMNS = ["session_id", "model", "lever", "k", "corpus", "verdict", "reason", "judged_at",
-                   "floor_cell_key"]  # fmt: skip
+                   "floor_cell_key", "cell_key", "changes_outputs", "n_prompts", "discordant_against_lever",
+                   "discordant_for_lever", "noise_floor_exact_match_rate"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -76,14 +77,19 @@ H200_LAUNCHES = ProcedureNoise(
 )
 
 
+DEFAULT_GATE = EquivalenceConfig()
+
+
 @dataclass(frozen=True)
 class GateModel:
     """How the equivalence gate judges a lossless lever on one corpus in one session.
 
-    With a `floor`: analysis.equivalence_power.draw_verdicts, the gate's own judge_paired on prompts
-    drawn from that floor (van's replicate disagreeing with van as the floor says), at the corpus's
-    measured prompt count (`prompts`), judged with `cfg` (None: EquivalenceConfig()); without: pass
-    with probability `pass_rate`, else fail.
+    With a `floor`: the session's prompt counts drawn from that floor (analysis.equivalence_power.
+    draw_counts: van's replicate disagreeing with van as the floor says, the lever `excess` worse where
+    `excess` names it, else identical), at the corpus's measured prompt count (`prompts`), judged by
+    the gate's own judge_paired with `cfg` (None: EquivalenceConfig()), the counts stored beside the
+    verdict as analysis/verdicts.py stores them (the tune's pooled gate reads them); without: pass
+    with probability `pass_rate`, else fail, no counts.
     """
 
     name: str
@@ -91,11 +97,45 @@ class GateModel:
     prompts: tuple[tuple[str, int], ...] = ()
     pass_rate: float = 1.0
     cfg: EquivalenceConfig | None = None
+    excess: tuple[tuple[str, float], ...] = ()  # lever -> how much more it changes than the replicate
+
+    @property
+    def gate_cfg(self) -> EquivalenceConfig:
+        """The thresholds the gate judges with (`cfg`, else the default)."""
+        return self.cfg or DEFAULT_GATE
 
     def verdict(self, rng: np.random.Generator, corpus: str) -> str:
+        return str(self.judge(rng, corpus)["verdict"])
+
+    def judge(self, rng: np.random.Generator, corpus: str, lever: str = "") -> dict[str, object]:
+        """One session's verdict on `lever` on `corpus`, with its paired counts (NaN without a floor)."""
         if self.floor is None:
-            return PASS if rng.random() < self.pass_rate else FAIL
-        return str(draw_verdicts(rng, 0.0, dict(self.prompts)[corpus], 1, self.floor, self.cfg)[0])
+            verdict = PASS if rng.random() < self.pass_rate else FAIL
+            return {"verdict": verdict, "n_prompts": math.nan, "discordant_against_lever": math.nan,
+                    "discordant_for_lever": math.nan, "noise_floor_exact_match_rate": math.nan}  # fmt: skip
+        n = dict(self.prompts)[corpus]
+        cfg = self.gate_cfg
+        lever_only, floor_only, both, _ = (
+            int(c) for c in draw_counts(rng, dict(self.excess).get(lever, 0.0), n, 1, self.floor)[0]
+        )
+        return {
+            "verdict": judged((n, lever_only, floor_only, both), cfg, _cfg_key(cfg)),
+            "n_prompts": n,
+            "discordant_against_lever": lever_only,
+            "discordant_for_lever": floor_only,
+            "noise_floor_exact_match_rate": (n - floor_only - both) / n,
+        }
+
+
+# astuple of each gate config met, by identity (a config is not hashable; astuple deep-copies it).
+_CFG_KEYS: dict[int, tuple[EquivalenceConfig, tuple[object, ...]]] = {}
+
+
+def _cfg_key(cfg: EquivalenceConfig) -> tuple[object, ...]:
+    held = _CFG_KEYS.get(id(cfg))
+    if held is None or held[0] is not cfg:
+        held = _CFG_KEYS[id(cfg)] = (cfg, astuple(cfg))
+    return held[1]
 
 
 # The gate as the tune runs it on the H200 (gpu_short: 160 measured prompts of code_complete, 78 of
@@ -233,11 +273,13 @@ class SimulatedSessions:
                 if lever == "van":
                     continue
                 for corpus in corpora:
-                    verdict = self.gate.verdict(self.rng, corpus)
+                    found = self.gate.judge(self.rng, corpus, lever)
+                    # The cell the gate judges: repeat 0's, whose prompts van's replicate ran.
                     self.verdict_rows.append(
                         {"session_id": session, "model": self.model.name, "lever": lever, "k": k,
-                         "corpus": corpus, "verdict": verdict, "reason": "simulated",
-                         "judged_at": f"{self.sessions_run:04d}", "floor_cell_key": "simulated"}
+                         "corpus": corpus, "reason": "simulated", "judged_at": f"{self.sessions_run:04d}",
+                         "floor_cell_key": "simulated", "cell_key": f"{session}/{lever}/{k}/{corpus}/0",
+                         "changes_outputs": False, **found}
                     )  # fmt: skip
         self.keys |= keys
         return keys

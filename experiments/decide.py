@@ -24,8 +24,14 @@ analysis.decision (the same rule as the study's Table 1 and best K):
                   and, given the cells (`cells`), the candidate is not a dynamic-K lever whose
                   every recorded step used one K ('fixed K in effect': refused, not kept as what
                   it is: that fixed K is the K sweep's configuration, judged there)
-                  and the candidate's latest verdict for this model is 'pass' on every
-                  corpus at its K there (analysis/gate.py; none or no_reference is no pass)
+                  and the candidate's verdict for this model is 'pass' on every corpus at its
+                  K there (analysis/gate.py; none or no_reference is no pass): with a GateLook
+                  and rules.pool_gate (the tune), one paired test per corpus over every session
+                  of the tune that measured the candidate so far, pooled (analysis.gate.
+                  pooled_verdicts), held to the look's pass rate for an identical lever
+                  (analysis.equivalence.look_pass_rate: a keep spends gate_keep_share of the
+                  path's budget 1 - gate_path_pass, the confirmation the rest, split over the
+                  corpora); without, its latest verdict
                   and, for MoE models, no corpus is a 'real loss'
 
 Given the cells behind the medians (`cells`), a decision's reason also names what else the
@@ -45,7 +51,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -64,8 +70,10 @@ from analysis.decision import (
 )
 from analysis.drift import band_by_lag
 from analysis.effective import also_differs, fixed_k, fixed_k_words
-from analysis.gate import gate_problems, latest_verdicts
+from analysis.equivalence import KEEP_SHARE, PATH_PASS, at_pass_rate, look_pass_rate
+from analysis.gate import gate_problems, latest_verdicts, pooled_verdicts
 from analysis.stats import geometric_mean
+from vocab.schema import EquivalenceConfig
 
 KEEP, REJECT, SKIP, CHOSE = "keep", "reject", "skip", "chose"
 
@@ -83,6 +91,33 @@ class TuneRules:
     require_equivalence: bool = True
     # MoE models: a change that slows any corpus beyond drift is rejected.
     moe_regression_check: bool = True
+    # The gate on a lever's path (issue 44): judged per corpus on the pooled paired counts of every
+    # session of this tune that measured the lever at its K (analysis.gate.pooled_verdicts), at a keep
+    # on what was measured so far, at the confirmation on all of it; not on one session's verdict
+    # each time (false: the latest verdict, as before). Each look on one session's verdict at 95 %
+    # passed an identical lever ~92 % over the path (two looks, two corpora).
+    pool_gate: bool = True
+    # How often a lever identical to van clears the gate over its whole path (every look, every
+    # corpus) when the gate is pooled: the budget 1 - gate_path_pass is split over the corpora and
+    # the two looks (analysis.equivalence.look_pass_rate), gate_keep_share of it to the keep.
+    gate_path_pass: float = PATH_PASS
+    gate_keep_share: float = KEEP_SHARE
+
+
+@dataclass(frozen=True)
+class GateLook:
+    """What a decision judges the gate on when it is pooled (TuneRules.pool_gate): the tune's cells so
+    far (their sessions' paired counts pool), the gate's thresholds (the grid's gates.equivalence)
+    and whether this is the confirmation (the final look) or a keep."""
+
+    cell_keys: frozenset[str]
+    cfg: EquivalenceConfig
+    final: bool = False
+
+    def cfg_for(self, rules: TuneRules, corpora: int) -> EquivalenceConfig:
+        """The gate's thresholds at this look: an identical lever's pass rate on one corpus."""
+        rate = look_pass_rate(rules.gate_path_pass, corpora, self.final, rules.gate_keep_share)
+        return at_pass_rate(self.cfg, rate)
 
 
 @dataclass(frozen=True)
@@ -166,6 +201,28 @@ def _latest(verdicts: pd.DataFrame) -> tuple[pd.DataFrame, dict[tuple[str, str, 
         )
         _LATEST = (verdicts, latest, {(m, lv, k, c): v for m, lv, k, c, v in keys})  # 8.0 finds 8
     return _LATEST[1], _LATEST[2]
+
+
+# The last pooled verdict table (pooled_verdicts), its index, and the verdict table it was pooled from
+# (held, so its id cannot be reused while cached), per (that table, the tune's cells, the thresholds).
+_POOLED: tuple = (None, pd.DataFrame(), {}, None)
+
+
+def _gate_table(
+    verdicts: pd.DataFrame, rules: TuneRules, look: GateLook | None, corpora: int
+) -> tuple[pd.DataFrame, dict[tuple[str, str, object, str], str]]:
+    """The verdict table a decision's gate reads, and each key's verdict: pooled over the tune's cells
+    at the look's pass rate (GateLook, rules.pool_gate), else the latest verdicts (_latest)."""
+    global _POOLED
+    if look is None or not rules.pool_gate:
+        return _latest(verdicts)
+    cfg = look.cfg_for(rules, corpora)
+    key = (id(verdicts), look.cell_keys, astuple(cfg))
+    if _POOLED[0] != key or _POOLED[3] is not verdicts:
+        table = pooled_verdicts(verdicts, look.cell_keys, cfg)
+        keys = zip(table["model"], table["lever"], table["k"], table["corpus"], table["verdict"], strict=True)
+        _POOLED = (key, table, {(m, lv, k, c): v for m, lv, k, c, v in keys}, verdicts)
+    return _POOLED[1], _POOLED[2]
 
 
 def _corpora(config: LeverConfig, final_corpus: str) -> list[str]:
@@ -269,11 +326,14 @@ def decide_change(
     moe: bool,
     model: str,
     cells: pd.DataFrame | None = None,
+    look: GateLook | None = None,
 ) -> Decision:
     """Keep `candidate` over `incumbent` or not (module doc), with the figures that decided it.
 
     cells: the measured cells behind `medians` (analysis.load.measured_cells), for what their
-    engines ran with; None: not read (no 'also differs', no fixed-K check)."""
+    engines ran with; None: not read (no 'also differs', no fixed-K check).
+    look: the tune's cells so far and the gate's thresholds, for the pooled gate (GateLook); None:
+    the latest verdicts."""
     mine = config_cells(cells, model, candidate, final_corpus)
     differs = also_differs(mine, config_cells(cells, model, incumbent, final_corpus))
     new_repeats, new_sessions = score_repeats(medians, candidate, final_corpus)
@@ -281,7 +341,7 @@ def decide_change(
     new = geometric_mean(v for _, _, v in new_repeats)
     old = geometric_mean(v for _, _, v in old_repeats)
     decision = Decision(stage, candidate.label, incumbent.label, REJECT, "", new, old, also_differs=differs)
-    verdicts, index = _latest(verdicts)
+    verdicts, index = _gate_table(verdicts, rules, look, len(candidate.k_by_corpus))
     decision.gate = gate_words(index, model, candidate)
     if math.isnan(new) or math.isnan(old):
         decision.reason = "no valid measurement of " + (

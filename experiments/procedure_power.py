@@ -44,6 +44,7 @@ import numpy as np
 from rich.console import Console
 
 from analysis.simulated_sessions import (
+    DEFAULT_GATE,
     GATE_ON,
     H200_LAUNCHES,
     NOISES,
@@ -56,7 +57,7 @@ from experiments.decide import KEEP, Decision, TuneRules
 from experiments.tune_procedure import STAGES, Tune, TuneConfig, confirm, deployment, procedure
 from experiments.tune_size import Noise as SizedNoise
 from grid.config.catalog import CONF_DIR, load_spec
-from vocab.schema import LeverSpec, ModelSpec
+from vocab.schema import EquivalenceConfig, LeverSpec, ModelSpec
 
 DRAFTING = ("suffix", "bestkpad", "dynk")
 MAX_FALSE_DEPLOY = 0.05
@@ -93,6 +94,11 @@ class SimulatedTune(SimulatedSessions, Tune):
 
     def record(self, decision: Decision) -> None:
         self.decisions.append(decision)  # no console: thousands of tunes
+
+    @property
+    def gate_cfg(self) -> EquivalenceConfig:  # type: ignore[override]
+        """The thresholds the simulated gate judges with: the tune's pooled looks use them too."""
+        return self.gate.gate_cfg if self.gate is not None else DEFAULT_GATE
 
 
 @dataclass(frozen=True)

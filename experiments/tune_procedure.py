@@ -23,7 +23,16 @@ from analysis.drift import session_drift
 from analysis.final import PROCEDURE, STAGE_LEVER
 from analysis.load import anchor_runs, equivalence_table, measured_cells
 from analysis.medians import lever_medians
-from experiments.decide import KEEP, SKIP, Decision, LeverConfig, TuneRules, choose_k, decide_change
+from experiments.decide import (
+    KEEP,
+    SKIP,
+    Decision,
+    GateLook,
+    LeverConfig,
+    TuneRules,
+    choose_k,
+    decide_change,
+)
 from experiments.tune_size import (
     SizeSpec,
 )
@@ -35,7 +44,7 @@ from store.read import connect
 from vocab.cells import EngineSpec
 from vocab.errors import ConfigError, GridError
 from vocab.paths import project_path, store_path
-from vocab.schema import LeverSpec, ModelSpec
+from vocab.schema import EquivalenceConfig, LeverSpec, ModelSpec
 from workers.engine.args import Endpoint, serve_argv, serve_env
 
 TUNE_CONF_DIR = CONF_DIR / "tune"
@@ -100,6 +109,12 @@ def compose_tune(overrides: list[str]) -> TuneConfig:
     unknown = [s for s in tune.stages if s not in STAGES]
     if unknown or tune.stages[:1] != ["van"]:
         raise ConfigError(f"stages must start with van and be among {', '.join(STAGES)}; got {tune.stages}")
+    rules = tune.rules
+    if not (0.5 < rules.gate_path_pass < 1 and 0 < rules.gate_keep_share < 1):
+        raise ConfigError(
+            f"rules.gate_path_pass={rules.gate_path_pass}, rules.gate_keep_share={rules.gate_keep_share}: "
+            "give a pass rate between 0.5 and 1 (e.g. 0.98) and a share between 0 and 1 (e.g. 0.1)"
+        )
     if tune.confirm_repeats is not None and tune.confirm_repeats < 2:
         raise ConfigError(
             f"confirm_repeats={tune.confirm_repeats}: the confirmation's interval needs at least 2 repeats "
@@ -218,6 +233,18 @@ class Tune:
         return catalog_of(compose_config(self.base))
 
     @property
+    def gate_cfg(self) -> EquivalenceConfig:
+        """The equivalence gate's thresholds the stages judge with (the grid's gates.equivalence)."""
+        if (cfg := getattr(self, "_gate_cfg", None)) is None:
+            cfg = self._gate_cfg = to_config(compose_config(self.base)).gates.equivalence
+        return cfg
+
+    def gate_look(self, final: bool = False) -> GateLook:
+        """What a decision judges the gate on (experiments/decide.py: GateLook): the tune's cells so
+        far, pooled per lever, K and corpus; `final`: the confirmation."""
+        return GateLook(frozenset(self.keys), self.gate_cfg, final)
+
+    @property
     def store(self) -> Path:
         paths = compose_config(self.base).paths
         return store_path(paths.store, paths.get("store_options"))
@@ -233,7 +260,7 @@ class Tune:
         medians, drift, verdicts = self.evidence(keys)
         decision = decide_change(stage, incumbent, candidate, medians, drift, verdicts, self.cfg.rules,
                                  self.cfg.final_corpus, self.model.moe, self.model.name,
-                                 self.cells(keys))  # fmt: skip
+                                 self.cells(keys), self.gate_look())  # fmt: skip
         self.record(decision)
         return candidate if decision.decision == KEEP else incumbent
 
@@ -324,7 +351,8 @@ def confirm(t: Tune, final: LeverConfig) -> Decision | None:
         keys |= t.stage(name, {"van": [], final.lever: [k] if k else []}, *overrides, seed=t.cfg.confirm_seed)
     medians, drift, verdicts = t.evidence(keys)
     decision = decide_change("confirm", t.uniform("van", 0), final, medians, drift, verdicts, t.cfg.rules,
-                             t.cfg.final_corpus, t.model.moe, t.model.name, t.cells(keys))  # fmt: skip
+                             t.cfg.final_corpus, t.model.moe, t.model.name, t.cells(keys),
+                             t.gate_look(final=True))  # fmt: skip
     decision.decision = "confirmed" if decision.decision == KEEP else "not confirmed"
     t.record(decision)
     return decision

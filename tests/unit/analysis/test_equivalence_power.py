@@ -104,14 +104,17 @@ def test_draw_passes_is_the_gate_s_verdict_for_a_lever_of_a_given_true_excess():
 
 
 def test_the_entry_point_prints_a_markdown_table(capsys):
-    main(["--draws", "200"])
+    main(["--draws", "200", "--path-draws", "200"])
     out = capsys.readouterr().out
     assert "| (any) | widest margin, points | 48." in out
     assert "| h200_independent (48% / 50%) | identical: pass |" in out
     assert "| deterministic (0% / 0%) | at the widest margin: caught | 100.0 |" in out
     # The floors' table, then the study corpora's (issue 46 item 4): a row per corpus, two where the
     # gate decides on more prompts than the measurement sends (chat_bench, summarize).
-    assert out.count("\n|") == 3 + len(LEVERS) * len(FLOORS) + 2 + 10
+    # Then the tune's path (issue 44: the pooled gate), per corpus at 2 and 5 sessions pooled, the
+    # study corpora's and the simulated tune's two.
+    assert out.count("\n|") == 3 + len(LEVERS) * len(FLOORS) + 2 + 10 + 2 + 2 * (8 + 2)
+    assert "| chat_bench (tune, gpu_short) | 78 | 5 |" in out
     assert "| summarize | 281 | 345 | 345 (gate decides on) |" in out
     # At 25 and 40 prompts the measured H200 floor leaves no room for a lever at the widest margin.
     assert "| h200_measured (65% / 21%) | at the widest margin: caught |" in out and "* the margin" in out
