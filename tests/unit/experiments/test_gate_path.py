@@ -115,5 +115,5 @@ def test_the_tune_refuses_a_path_pass_rate_that_is_no_probability():
     from vocab.errors import ConfigError
 
     assert compose_tune(["model=tiny"]).rules.gate_path_pass == 0.98
-    with pytest.raises(ConfigError, match="rules.gate_path_pass=1.2"):
+    with pytest.raises(ConfigError, match=r"rules\.gate_path_pass=1\.2"):
         compose_tune(["model=tiny", "rules.gate_path_pass=1.2"])
