@@ -32,7 +32,7 @@ from analysis.effective import (
 )
 from analysis.load import LATEST, anchor_runs, cell_label, invalid_left_out, left_out
 from analysis.medians import lever_medians
-from analysis.repeats import aggregate_repeats, invalid_flag, is_invalid
+from analysis.repeats import aggregate_repeats, invalid_count, invalid_flag, is_invalid
 from store.read import connect, has_view
 from vocab.console import Col, make_console, markdown_table, print_table
 
@@ -394,7 +394,7 @@ RATIO_COMPANIONS = {
                        "speedup_vs_van_verdict", "speedup_vs_van_invalid", "speedup_vs_van_also_differs",
                        "speedup_vs_van_over"),
     "x_van": ("x_van_n", "x_van_n_van", "x_van_ci_lo", "x_van_ci_hi", "x_van_label", "x_van_verdict",
-              "x_van_noise_terms", "x_van_also_differs", "x_van_over"),
+              "x_van_noise_terms", "x_van_also_differs", "x_van_over", "x_van_invalid"),
 }  # fmt: skip
 EXPORT_COLUMNS = [
     "label",
@@ -459,7 +459,8 @@ def x_van_columns(frame: pd.DataFrame) -> pd.DataFrame:
             continue
         differs, over = config_effective(frame, *key)
         figures = (j.ratio, j.n_value, j.n_reference, j.lo, j.hi, j.label, j.words(), j.noise_terms)
-        rows.append(dict(zip(columns, (*figures, differs or None, over or None), strict=True)))
+        flag = config_invalid(frame, *key)
+        rows.append(dict(zip(columns, (*figures, differs or None, over or None, flag), strict=True)))
     return pd.DataFrame(rows, index=frame.index, columns=columns)
 
 
@@ -471,6 +472,19 @@ def _config_rows(frame: pd.DataFrame, model: str, corpus: str, lever: str, k: ob
     if "valid" in rows:
         rows = rows[[not is_invalid(v) for v in rows["valid"]]]
     return rows.to_dict("records")
+
+
+def config_invalid(frame: pd.DataFrame, model: str, corpus: str, lever: str, k: object) -> str | None:
+    """A configuration's x van is judged on VALID cells only: its INVALID cells and van's that were
+    left out of it, in the one label's words (analysis/repeats.py invalid_flag); None where none was."""
+    if "valid" not in frame:
+        return None
+    rows = frame[(frame["model"] == model) & (frame["corpus"] == corpus)]
+    same_k = pd.Series([_same_k(v, k) for v in rows["k"]], index=rows.index, dtype=bool)
+    mine = rows[(rows["lever"] == lever) & same_k].to_dict("records")
+    van = rows[rows["lever"] == "van"].to_dict("records")
+    sides = [(blocks.config_label(lever, k), *invalid_count(mine)), ("van", *invalid_count(van))]
+    return invalid_flag(sides, left_out=True)
 
 
 def config_effective(frame: pd.DataFrame, model: str, corpus: str, lever: str, k: object) -> tuple[str, str]:
@@ -598,7 +612,8 @@ def render_repeats(frame: pd.DataFrame, console: Console, anchors: pd.DataFrame 
     for row in table_data.itertuples():
         j = judged.get((row.model, row.corpus, row.lever, row.k))
         differs = config_effective(frame, row.model, row.corpus, row.lever, row.k)[0] if j else ""
-        label = (j.label + (f"; {differs}" if differs else "")) if j else "-"
+        flag = config_invalid(frame, row.model, row.corpus, row.lever, row.k) if j else None
+        label = "; ".join(filter(None, [j.label, flag, differs])) if j else "-"
         lever = config_lever_label(frame, row.model, row.corpus, row.lever, row.k)
         rows.append([row.model, row.corpus, lever, str(row.k or "-"), str(row.n), _fmt(row.median),
                      _fmt(row.mad), j.interval_words() if j else "-", label])  # fmt: skip

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 from rich.console import Console
 
-from analysis.summary import export, latest_cells, render
+from analysis.summary import export, latest_cells, render, render_repeats
 from tests.unit.analysis import synthetic_store
 from tests.unit.analysis.synthetic_store import S2, build_store
 
@@ -52,3 +52,20 @@ def test_csv_and_json_carry_the_flag_beside_the_ratio(tmp_path, monkeypatch):
     assert flags["qwen25_7b/suffix-k8/chat/r0"] == "van cell INVALID"
     assert {flags[f"qwen25_7b/suffix-k8/chat/r{r}"] for r in (1, 2)} == {None}  # their van cells are VALID
     assert {flag for label, flag in flags.items() if "/mix/" in label} == {None}
+
+
+def test_x_van_over_the_repeats_names_the_invalid_cell_it_left_out(tmp_path, monkeypatch):
+    """x_van is judged on VALID repeats only: the INVALID van cell it left out is named on its row (the
+    repeats table and x_van_invalid in the exports), not only in a line below the table."""
+    frame = latest_cells(invalid_van_store(tmp_path / "store", monkeypatch))
+    flag = "1 of 3 van cells INVALID, left out of the ratio"
+    text = io.StringIO()
+    export(frame, "json", text)
+    cells = json.loads(text.getvalue())["cells"]
+    flags = {c["label"]: c["x_van_invalid"] for c in cells if c["model"] == "qwen25_7b"}
+    assert {flags[f"qwen25_7b/suffix-k8/chat/r{r}"] for r in range(3)} == {flag}
+    assert flags["qwen25_7b/suffix-k8/mix/r0"] is None and flags["qwen25_7b/van/chat/r0"] is None
+    out = io.StringIO()
+    render_repeats(frame, Console(file=out, width=300), frame.attrs["anchors"])
+    rows = [line for line in out.getvalue().splitlines() if "qwen25_7b" in line and "suffix" in line]
+    assert [("chat" in r) for r in rows if flag in r] == [True], rows
