@@ -177,16 +177,19 @@ def _s3_filesystem(options: Mapping[str, Any]) -> pafs.FileSystem:
     return pafs.S3FileSystem(**kwargs)
 
 
-def make_filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple[pafs.FileSystem, str]:
-    """pyarrow's filesystem for `url` and the base path in it; `options` configure S3 (never credentials)."""
+def make_filesystem(
+    url: str, options: Mapping[str, Any] | None = None, key: str = "paths.store"
+) -> tuple[pafs.FileSystem, str]:
+    """pyarrow's filesystem for `url` and the base path in it; `options` configure S3 (never credentials).
+    `key` names the setting `url` came from in a message (paths.store, `stores[0]` of grid compare)."""
     options = dict(options or {})
-    if (secret := url_secret_problem(url, options)) is not None:
+    if (secret := url_secret_problem(url, options, key)) is not None:
         raise StoreError(secret)
     parts = urlsplit(url)
     if parts.scheme == "s3":
         base = (parts.netloc + parts.path).rstrip("/")
         if not parts.netloc:
-            raise StoreError(f"paths.store {redact(url)}: no bucket (s3://bucket/prefix)")
+            raise StoreError(f"{key} {redact(url)}: no bucket (s3://bucket/prefix)")
         return _s3_filesystem(options), base
     if options:
         raise StoreError(f"paths.store_options apply to s3:// stores only, not {parts.scheme}://")
@@ -194,7 +197,7 @@ def make_filesystem(url: str, options: Mapping[str, Any] | None = None) -> tuple
         filesystem, base = pafs.FileSystem.from_uri(url)
     except (ValueError, OSError) as exc:
         # pyarrow's message may quote the URL whole.
-        raise StoreError(redact(f"paths.store {url}: {exc}")) from exc
+        raise StoreError(redact(f"{key} {url}: {exc}")) from exc
     return filesystem, base.rstrip("/")
 
 
@@ -228,8 +231,8 @@ class Store:
     base: str = ""
 
     @classmethod
-    def open(cls, url: str, options: Mapping[str, Any] | None = None) -> Store:
-        filesystem, base = make_filesystem(url, options)
+    def open(cls, url: str, options: Mapping[str, Any] | None = None, key: str = "paths.store") -> Store:
+        filesystem, base = make_filesystem(url, options, key)
         return cls(url.rstrip("/"), tuple(sorted((options or {}).items())), filesystem, base)
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -284,6 +287,24 @@ class Store:
 
     def exists(self, key: str) -> bool:
         return self.info(key).type != pafs.FileType.NotFound
+
+    def absence(self) -> str | None:
+        """Why this store holds nothing to read, in words ('its bucket 'b' does not exist', 'no object
+        lies under it'), or None when something does. Object stores have no folders: a prefix that
+        holds nothing is a store that does not exist (a mistyped URL read as an empty store would say
+        "0 cells", and `grid report` would write an empty page into it)."""
+        if self.info("").type != pafs.FileType.NotFound:  # pyarrow: a prefix with objects is a Directory
+            return None
+        selector = pafs.FileSelector(self.base, recursive=False, allow_not_found=True)
+        with self.answering():
+            if self.fs.get_file_info(selector):  # one listing of the first level, never the whole store
+                return None
+        bucket = self.base.split("/", 1)[0]
+        if urlsplit(self.url).scheme in _BUCKET_SCHEMES and bucket:
+            with self.answering():
+                if self.fs.get_file_info(bucket).type == pafs.FileType.NotFound:
+                    return f"its bucket '{bucket}' does not exist at {self.endpoint()}"
+        return "no object lies under it"
 
     def read_bytes(self, key: str) -> bytes:
         """The object's bytes; a read that fails midway is tried again (READ_ATTEMPTS in all).
@@ -438,14 +459,17 @@ class StorePath:
 StoreRoot = Path | StorePath
 
 
-def open_store(value: str | os.PathLike[str], options: Mapping[str, Any] | None = None) -> StoreRoot:
-    """A local Path for a plain path (or file://), a StorePath for any other URL pyarrow can open."""
+def open_store(
+    value: str | os.PathLike[str], options: Mapping[str, Any] | None = None, key: str = "paths.store"
+) -> StoreRoot:
+    """A local Path for a plain path (or file://), a StorePath for any other URL pyarrow can open;
+    `key` names the setting `value` came from in a message."""
     text = str(value)
     if not is_url(text):
         if options:
             raise StoreError("paths.store_options apply to URL stores (s3://...) only, not a local path")
         return Path(text.removeprefix("file://")) if text.startswith("file://") else Path(text)
-    return StorePath(Store.open(text, options))
+    return StorePath(Store.open(text, options, key))
 
 
 @contextlib.contextmanager

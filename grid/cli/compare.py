@@ -89,11 +89,12 @@ def compare_command(overrides: list[str], console: Console | None = None) -> int
             "compare takes stores=[A,B] (two stores) or sessions=[A,B] (two sessions of paths.store), "
             "one of the two"
         )
-    cfg = compose_config(overrides)
+    # paths.store_options configure the `stores` too, and each is checked as paths.store is, by its name.
+    cfg = compose_config(overrides, stores=stores or ())
     check_run_mode(cfg)
     options = cfg.paths.get("store_options")
     if stores is not None:
-        sides = [load_side(existing_store(s, options, f"stores entry {s!r}:"), None, s) for s in stores]
+        sides = [load_side(existing_store(s, options, f"stores[{i}]"), None, s) for i, s in enumerate(stores)]
     else:
         root = existing_store(cfg.paths.store, options)
         sides = [load_side(root, s, s) for s in sessions or []]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import MISSING, Field, asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
@@ -103,8 +103,14 @@ def check_user_yaml(dirs: list[Path]) -> None:
                 raise ConfigError(f"{path}: cannot be read ({exc}); fix or remove the file") from exc
 
 
-def compose_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR) -> DictConfig:
-    """Return the resolved, read-only run config for `overrides` (e.g. ["experiment=smoke"])."""
+def compose_config(
+    overrides: list[str] | None = None, conf_dir: Path = CONF_DIR, stores: Sequence[str] = ()
+) -> DictConfig:
+    """Return the resolved, read-only run config for `overrides` (e.g. ["experiment=smoke"]).
+
+    `stores`: the stores a command names besides paths.store (`grid compare stores=[A,B]`), checked
+    as paths.store is (no credentials, each named `stores[i]`), and which paths.store_options
+    configure as well."""
     schema.register()
     dirs, rest = user_conf_dirs(list(overrides or []))
     if Path(conf_dir) != CONF_DIR:
@@ -128,7 +134,7 @@ def compose_config(overrides: list[str] | None = None, conf_dir: Path = CONF_DIR
         raise composition_error(exc, files) from exc
     except yaml.YAMLError as exc:  # a config file (ours or the user's) that does not parse
         raise ConfigError(yaml_problem(None, exc)) from exc
-    check_config(cfg, dirs)
+    check_config(cfg, dirs, stores)
     OmegaConf.set_readonly(cfg, True)
     activate(catalog_of(cfg))
     check_force(cfg)
@@ -152,8 +158,9 @@ def check_run_mode(cfg: DictConfig) -> None:
         raise ConfigError(problem)
 
 
-def check_config(cfg: DictConfig, dirs: list[Path]) -> None:
-    """Unknown keys (also those `+key=value` added), names that do not exist, bad given specs."""
+def check_config(cfg: DictConfig, dirs: list[Path], stores: Sequence[str] = ()) -> None:
+    """Unknown keys (also those `+key=value` added), names that do not exist, bad given specs; and
+    `stores` (compose_config's) as paths.store is checked."""
     check_keys(OmegaConf.to_container(cfg, resolve=True), schema.Config)
     if cfg.paths.user_conf:
         raise ConfigError(
@@ -170,12 +177,18 @@ def check_config(cfg: DictConfig, dirs: list[Path]) -> None:
     secret = url_secret_problem(cfg.paths.store, cfg.paths.store_options) or url_secret_problem(
         cfg.paths.data_dir, None, "paths.data_dir"
     )
+    # A `stores` entry is named as itself, never as paths.store (issue 45 item 8).
+    secrets = [url_secret_problem(store, None, f"stores[{i}]") for i, store in enumerate(stores)]
+    secret = secret or next(filter(None, secrets), None)
     if secret is not None:
         problems.append(secret)
-    elif cfg.paths.store_options and not (is_url(cfg.paths.store) or is_url(cfg.paths.data_dir)):
+    elif cfg.paths.store_options and not any(
+        is_url(url) for url in (cfg.paths.store, cfg.paths.data_dir, *stores)
+    ):
         problems.append(
             "paths.store_options apply to URL stores (s3://...) only, and neither paths.store nor "
-            "paths.data_dir is one; drop them, or give paths.store=s3://bucket/prefix"
+            f"paths.data_dir{' nor a stores entry' if stores else ''} is one; drop them, or give "
+            "paths.store=s3://bucket/prefix"
         )
     if cfg.grid.launches_per_argv and cfg.grid.engine_reuse != "shared":
         # Only shared launches place repeats on launches; elsewhere it would change nothing, silently.

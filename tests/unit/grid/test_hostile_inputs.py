@@ -90,6 +90,13 @@ ROWS = [
         ("error: paths.store_options.endpoint_override http://***@h:9 holds credentials before its '@'",),
         absent=("SECRETPLANTED", "AKIAPLANTED"),
     ),
+    # -- issue 45 item 8: a `stores` entry of compare is named as itself -------------------------
+    Row(
+        "credentials in a compare stores entry",
+        ("compare", "stores=[s3://b/y,s3://AKIAPLANTED:SECRETPLANTED@bucket/x]"),
+        ("error: stores[1] s3://***@bucket/x holds credentials before its '@'",),
+        absent=("SECRETPLANTED", "AKIAPLANTED", "paths.store "),
+    ),
     Row(
         "store options where nothing is a URL",
         ("run", "+paths.store_options.region=eu"),
