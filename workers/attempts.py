@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 import time
 import traceback
 from pathlib import Path
@@ -217,7 +218,9 @@ def start_failed(
     tail = log_tail(log_path)
     if (why := read_refusal(log_path)) is None:
         return [fail_cell(layout, ctx, cell, str(exc), tail) for cell in cells]
-    error = f"engine refused to start: {why}; see {log_path}\n{exc}"
+    # 'engine exited with code 1 before it was ready: <why>; see <log>' (its hint to wait longer dropped)
+    said = re.split(r"; | \(", str(exc).split("\n", 1)[0], maxsplit=1)[0]
+    error = f"{said}: {why}; see {log_path}\n{exc}"
     return [fail_cell(layout, ctx, cell, error, tail, retryable=False) for cell in cells]
 
 

@@ -41,6 +41,9 @@ def test_engine_that_cannot_start_fails_the_cells_and_leaves_nothing(tmp_path):
     outcomes = run_group(broken, ctx)
     assert [o.status for o in outcomes] == ["failed", "failed"]
     assert "exited with code" in outcomes[0].error
+    # vLLM's own line says why, and no retry gets past it (workers/engine/refusal.py, issue 45 item 6).
+    assert "no-such-model is not a folder on this node" in outcomes[0].error, outcomes[0].error
+    assert not any(o.retryable for o in outcomes)
     found, _ = attempts(tmp_path / "store")
     assert len(found) == 2 and all(a.status == "failed" for a in found)
     assert "no-such-model" in (found[0].folder / "manifest.json").read_text()

@@ -74,10 +74,28 @@ def test_a_start_vllm_refused_fails_its_cells_not_retryable_with_the_reason(
     (outcome,) = run_group(group, ctx)
     assert outcome.status == "failed" and outcome.retryable is False
     assert outcome.error.startswith(
-        "engine refused to start: the model folder /models/no_weights holds no weights"
+        "engine exited with code 1 before it was ready: the model folder /models/no_weights holds no weights"
     ), outcome.error
     (failed,) = attempts(tmp_path / "store")[0]
     assert json.loads((failed.folder / "manifest.json").read_text())["retryable"] is False
+
+
+def test_a_start_that_timed_out_names_the_refusal_without_the_hint_to_wait_longer(fake_group, monkeypatch):
+    group, ctx = fake_group()
+
+    def hung(self):
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path.write_text((LOGS / "too_long.log").read_text())
+        raise EngineError(
+            "engine not ready after 600 s (raise engine.start_timeout_s if it is only slow); see x"
+        )
+
+    monkeypatch.setattr(Engine, "start", hung)
+    (outcome,) = run_group(group, ctx)
+    assert outcome.retryable is False
+    assert outcome.error.startswith(
+        "engine not ready after 600 s: vLLM refused its configuration (ModelConfig: "
+    )
 
 
 def test_a_start_that_failed_otherwise_is_still_retried(fake_group, monkeypatch):
