@@ -78,6 +78,13 @@ power: setup ## Error rates by simulation: one decision (per n repeats), the who
 	$(PY) -m analysis.sequential_power
 	$(PY) -m analysis.equivalence_power
 
+COMPAT_VLLM ?= 0.33.0
+compat: setup ## Another vLLM (COMPAT_VLLM=0.33.0) in a side venv, not in CI: plugin patch points, every grid/tune argv through its parser, each lever's model runner (docs/compat.md)
+	@# The model whose config.json the runner check builds engine configs from (as `make demo`).
+	$(PY) -m assets --only code_complete
+	for v in $(COMPAT_VLLM); do VENV=$(VENV) bash scripts/compat_venv.sh $$v || exit 1; done
+	$(PY) -m experiments.vllm_compat $(foreach v,$(COMPAT_VLLM),--vllm .cache/compat/vllm-$(v)/bin/python) $(ARGS)
+
 docs: setup ## docs/cli.md: every config key with one sentence, from vocab/schema.py
 	$(PY) -m vocab.cli_reference
 
@@ -88,4 +95,4 @@ lint: setup ## ruff check and format check
 clean: ## Remove results and caches (keeps .venv)
 	rm -rf results .cache/vllm .cache/inductor .pytest_cache
 
-.PHONY: help setup assets demo summary report bench crosscheck launch-noise power docs test test-unit test-report test-scheduling test-engine lint clean
+.PHONY: help setup assets demo summary report bench crosscheck launch-noise power compat docs test test-unit test-report test-scheduling test-engine lint clean

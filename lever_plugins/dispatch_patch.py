@@ -9,7 +9,7 @@ that instance. The wrapper passes every argument through untouched and only
 reads the first element of the result, the runtime mode (`CUDAGraphMode.FULL`,
 `PIECEWISE` or `NONE`), so it does not depend on dispatch's parameters, which
 changed across versions:
-- vLLM 0.32.0 (CPU build): dispatch(num_tokens, uniform_decode, has_lora,
+- vLLM 0.26.0, 0.32.0 (CPU build) and 0.33.0: dispatch(num_tokens, uniform_decode, has_lora,
   num_active_loras, valid_modes, invalid_modes) -> (CUDAGraphMode, BatchDescriptor);
 - older releases: dispatch(batch_descriptor, use_cascade_attn) -> (CUDAGraphMode, BatchDescriptor | None).
 It never changes which graph runs: observing only.
@@ -26,8 +26,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-DISPATCHER_MODULE = "vllm.v1.cudagraph_dispatcher"
-DISPATCHER_CLASS = "CudagraphDispatcher"
+# Where the dispatcher is: the patch-point table (lever_plugins/patch_points.py).
+from lever_plugins.patch_points import DISPATCHER_CLASS, DISPATCHER_MODULE
+
 # Set on the wrapper so a second register() in the same process is recognised.
 PATCH_ATTR = "__lever_plugins_dispatch_observer__"
 

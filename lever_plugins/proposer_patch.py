@@ -9,8 +9,8 @@ plugins in the engine-core and worker processes before the runner is built.
 
 Versions: the wrapper reads `input_batch` and `sampled_token_ids` by parameter
 name, so it does not depend on their position. Known signatures:
-- vLLM 0.26.0 (GPU wheel) and 0.32.0 (CPU build): (self, num_speculative_tokens,
-  input_batch, sampled_token_ids, slot_mappings=None);
+- vLLM 0.26.0 (GPU wheel), 0.32.0 (CPU build) and 0.33.0 (checked at source: docs/compat.md):
+  (self, num_speculative_tokens, input_batch, sampled_token_ids, slot_mappings=None);
 - older vLLM (about 0.11, still called so by vllm-ascend): (self, input_batch, sampled_token_ids).
 Any other signature raises at plugin load, so the engine fails to start rather
 than run a lever that silently does nothing.
@@ -24,12 +24,11 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-PROPOSER_MODULE = "vllm.v1.spec_decode.suffix_decoding"
-PROPOSER_CLASS = "SuffixDecodingProposer"
-KNOWN_SIGNATURES = {
-    ("self", "num_speculative_tokens", "input_batch", "sampled_token_ids", "slot_mappings"),
-    ("self", "input_batch", "sampled_token_ids"),
-}
+from lever_plugins.patch_points import PROPOSE_SIGNATURES, PROPOSER_CLASS, PROPOSER_MODULE
+
+# Where the proposer is and the signatures it was checked against: the patch-point table
+# (lever_plugins/patch_points.py), which tests and `make compat` check against each vLLM.
+KNOWN_SIGNATURES = set(PROPOSE_SIGNATURES)
 # Set on the wrapper so a second register() in the same process is recognised.
 PATCH_ATTR = "__lever_plugins_hook__"
 # The hook object itself, for the reset extension (lever_plugins/reset_ext.py).
