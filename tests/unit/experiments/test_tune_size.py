@@ -147,6 +147,19 @@ def test_the_design_is_checked_through_the_tunes_own_simulation_and_launches_add
     assert same.launches == 4 and math.isnan(nan) and asked == [4, 5, 6, 4, 5]  # not asked again
 
 
+def test_where_the_formula_overshoots_the_simulated_tune_takes_launches_away():
+    asked = []
+
+    def rate(gain, noise, launches, anchor_runs, gate, draws):
+        asked.append(launches)
+        return 0.5 + 0.05 * launches  # the simulated tune reaches 80 % at 6 launches
+
+    noise, spec = Noise(0.03, 0.05, "t"), SizeSpec(verify_draws=10)
+    design, found = verified_design(Design(9, 1, 0.9, 0.81, 0.0), 0.2, noise, COSTS, spec, 2, True, rate)
+    assert design.launches == 6 and found == pytest.approx(0.8) and asked == [9, 8, 7, 6, 5]
+    assert design.gpu_h == pytest.approx(COSTS.gpu_h(6, 1))
+
+
 def test_the_simulated_rate_is_the_tunes_deploy_rate():
     quiet, loud = Noise(0.01, 0.02, "q"), Noise(0.118, 0.10, "l")
     assert simulated_deploy_rate(0.4, quiet, 4, 2, False, 30) >= 0.9
