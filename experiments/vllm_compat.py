@@ -43,6 +43,7 @@ from lever_plugins.patch_points import BY_KEY
 from vocab.errors import GridError
 from vocab.paths import PROJECT_ROOT, project_path
 from vocab.schema import LeverSpec, ModelSpec
+from workers.engine import log as engine_log
 from workers.engine.args import Endpoint, launch_argv
 
 ENDPOINT = Endpoint("127.0.0.1", 8000, "compat-key")
@@ -50,6 +51,50 @@ ENGINES = ("cpu", "gpu")
 DEFAULT_OUT = "results/compat"
 DRIVER = "experiments.vllm_compat_driver"
 DRIVER_TIMEOUT_S = 1800
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """A line of the engine log workers/engine/log.py reads: its pattern's name there, the text vLLM's
+    source writes it from, and the line as logged (which the pattern must match)."""
+
+    pattern: str
+    text: str
+    sample: str
+
+
+# What the harness reads of a launch's effective configuration (store columns engine_*). Where vLLM
+# reworded a line, each wording is a row: a pattern needs one of its texts in a release's source.
+LOG_LINES = (
+    LogLine(
+        "VERSION",
+        "Initializing a V1 LLM engine (v%s)",
+        "Initializing a V1 LLM engine (v0.33.0) with config: m",
+    ),
+    LogLine(
+        "RUNNER_V1",
+        "using the V1 model runner",
+        "Model Runner V2 does not yet support speculative method 'suffix'; using the V1 model runner",
+    ),
+    LogLine("RUNNER_V2", "Using V2 Model Runner", "Using V2 Model Runner"),
+    LogLine(
+        "ASYNC_DISABLED",
+        "Async scheduling is disabled because the V1 model runner",
+        "Async scheduling is disabled because the V1 model runner does not support it with suffix-based "
+        "speculative decoding.",
+    ),
+    LogLine(
+        "ASYNC_DISABLED",
+        "Async scheduling not supported with %s-based",
+        "Async scheduling not supported with suffix-based speculative decoding and will be disabled.",
+    ),
+    LogLine("NVFP4_KERNEL", "Using %s for NVFP4 GEMM", "Using MarlinNvFp4LinearKernel for NVFP4 GEMM"),
+)
+
+
+def log_pattern_matches(line: LogLine) -> bool:
+    """Whether workers/engine/log.py's pattern reads the line as vLLM logs it."""
+    return bool(getattr(engine_log, line.pattern).search(line.sample))
 
 
 @dataclass(frozen=True)
@@ -173,6 +218,7 @@ def build_cases() -> dict[str, Any]:
         "argv": [case.as_dict(i) for i, case in enumerate(cases)],
         "levers": lever_argvs(),
         "dense_model": dense_model(),
+        "log_texts": sorted({line.text for line in LOG_LINES}),
     }
 
 
@@ -325,6 +371,29 @@ def runner_lines(reports: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def log_line_lines(reports: list[dict[str, Any]]) -> list[str]:
+    rows = [
+        [
+            f"`{line.pattern}`",
+            f"`{line.text}`",
+            "yes" if log_pattern_matches(line) else "**no**",
+            *((r.get("log_texts", {}).get(line.text) or "**absent**") for r in reports),
+        ]
+        for line in LOG_LINES
+    ]
+    header = ["workers/engine/log.py", "vLLM writes", "pattern reads it", *map(version_of, reports)]
+    return table(header, rows)
+
+
+def log_line_failures(report: dict[str, Any]) -> list[str]:
+    """Patterns none of whose texts is in this release's source (the harness would read None)."""
+    found = report.get("log_texts", {})
+    patterns = {line.pattern for line in LOG_LINES}
+    return sorted(
+        p for p in patterns if not any(found.get(line.text) for line in LOG_LINES if line.pattern == p)
+    )
+
+
 def git_commit() -> str:
     proc = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=False
@@ -352,16 +421,22 @@ def render(cases: dict[str, Any], reports: list[dict[str, Any]]) -> str:
     lines += ["## Patch points (lever_plugins/patch_points.py)", "", *patch_point_lines(ran), ""]
     lines += ["## Every argv the grid builds and every serve.sh the tune writes, through vLLM's parser", ""]
     lines += [*argv_lines(cases, ran), ""]
+    lines += ["## Engine log lines the harness reads (workers/engine/log.py), in vLLM's source", ""]
+    lines += [*log_line_lines(ran), ""]
     lines += ["## Model runner, async scheduling and K per lever (create_engine_config, Triton present)", ""]
     lines += [*runner_lines(ran), ""]
     return "\n".join(lines)
 
 
 def status(reports: list[dict[str, Any]]) -> int:
-    """2: a driver did not run; 1: a patch point, an argv or a lever's own launch fails; else 0."""
+    """2: a driver did not run; 1: a patch point, argv, log line or lever's own launch fails; else 0."""
     if any("error" in r for r in reports):
         return 2
+    if not all(log_pattern_matches(line) for line in LOG_LINES):
+        return 1
     for report in reports:
+        if log_line_failures(report):
+            return 1
         if any(not r["ok"] for r in report.get("patch_points", []) + report.get("argv", [])):
             return 1
         if "parser_error" in report:

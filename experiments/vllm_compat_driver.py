@@ -9,6 +9,7 @@ only this process imports vLLM. It writes one JSON object:
   names (`vllm serve`: the CLI's serve subparser; `-m <module>`: make_arg_parser, as the module's
   main builds it), then validated as the server validates it, the engine arguments built from it
   (AsyncEngineArgs.from_cli_args) and a suffix speculative config constructed; the warnings it logs;
+- `log_texts`: which file of this vLLM writes each engine-log text the harness reads;
 - `runners`: per lever argv, the VllmConfig this vLLM builds from it (create_engine_config on a
   local model's config.json, and on a MoE-shaped one): the model runner it picks, async scheduling
   and K, or the error that refuses the launch. No GPU here: the CPU platform stands in, with Triton
@@ -35,7 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lever_plugins.patch_check import check_all, module_files
+from lever_plugins.patch_check import check_all, module_files, where_text
 
 # Where make_arg_parser lives: 0.33 (common), 0.32 (launchers), 0.26 and older (openai).
 CLI_ARGS_MODULES = (
@@ -313,6 +314,7 @@ def main(cases_path: str, out_path: str) -> None:
     with contextlib.suppress(importlib.metadata.PackageNotFoundError):
         report["arctic_inference"] = importlib.metadata.version("arctic-inference")
     report["patch_points"] = [r.as_dict() for r in check_all()]
+    report["log_texts"] = where_text("vllm", cases.get("log_texts", []))
     try:
         with captured():
             report["platform"] = use_cpu_platform()

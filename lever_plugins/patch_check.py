@@ -138,15 +138,27 @@ def method_shape(point: PatchPoint, params: tuple[str, ...], returns: str) -> tu
     return found, None
 
 
-def check_text(point: PatchPoint) -> Result:
-    files = module_files(point.module)
-    if not files:
-        return Result(point.key, False, "source", "", f"no source for {point.module}")
+def where_text(module: str, needles: Iterable[str]) -> dict[str, str | None]:
+    """Each needle -> the first file of `module` (a package: every file under it) holding it, or None."""
+    files = module_files(module)
+    top = package_dir(module.split(".")[0])
+    if not files or top is None:
+        return dict.fromkeys(needles)
     texts = {path: path.read_text(encoding="utf-8", errors="replace") for path in files}
-    where = {n: next((path for path, text in texts.items() if n in text), None) for n in point.accepts}
+    return {
+        needle: next(
+            (str(path.relative_to(top.parent)) for path, text in texts.items() if needle in text), None
+        )
+        for needle in needles
+    }
+
+
+def check_text(point: PatchPoint) -> Result:
+    where = where_text(point.module, point.accepts)
+    if not module_files(point.module):
+        return Result(point.key, False, "source", "", f"no source for {point.module}")
     missing = [needle for needle, path in where.items() if path is None]
-    root = package_dir(point.module.split(".")[0]).parent  # type: ignore[union-attr]  # files were found
-    found = "; ".join(f"{needle} in {path.relative_to(root)}" for needle, path in where.items() if path)
+    found = "; ".join(f"{needle} in {path}" for needle, path in where.items() if path)
     return Result(point.key, not missing, "source", found, f"no {', '.join(missing)}" if missing else None)
 
 

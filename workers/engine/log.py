@@ -21,7 +21,9 @@ ASYNC_DISABLED = re.compile(
     r"[Aa]sync scheduling (?:not supported|is disabled|will be disabled|is not compatible)"
 )
 RUNNER_V1 = re.compile(r"using the V1 model runner")
-RUNNER_V2 = re.compile(r"[Uu]sing Model Runner V2")
+# vLLM 0.26-0.33 log "Using V2 Model Runner" (gpu_worker.py, once per worker); "Model Runner V2" alone
+# also starts the V1 fallback's warning, so the verb is part of the pattern (`make compat` checks both).
+RUNNER_V2 = re.compile(r"[Uu]sing (?:V2 Model Runner|Model Runner V2)")
 # Which GEMM ran an NVFP4 checkpoint: on Hopper weight-only FP4 (Marlin), true
 # W4A4 only on Blackwell (e.g. CUTLASS / FlashInfer). vLLM logs its choice.
 NVFP4_KERNEL = re.compile(r"Using (\w+) for NVFP4 GEMM")
