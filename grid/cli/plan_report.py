@@ -20,6 +20,7 @@ from grid.plan.anchor import anchor_cells
 from grid.plan.cost import GroupCost, group_cost, launch_order
 from grid.plan.groups import group_by_engine
 from grid.plan.hours import gpu_hours_at
+from grid.plan.model_runner import refusal, runner, runner_note
 from grid.plan.store_costs import with_store_costs
 from vocab.console import make_console
 
@@ -70,6 +71,8 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
     phases = [anchor_groups[:1], launch_order(groups, config.plan), anchor_groups[1:]]
     found = inspect(config, [g for phase in phases for g in phase])
     window = window_warnings(costs, config, {row.corpus: row.distinct_available for row in found.audit})
+    specs = list({cell.engine_spec.key: cell.engine_spec for cell in expansion.cells}.values())
+    refused = sorted({why for spec in specs if (why := refusal(spec))})
     return {
         "experiment": config.name,
         "cluster": config.cluster.name,
@@ -81,7 +84,12 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
         "skipped": [asdict(s) for s in expansion.skipped],
         "corpora": prompt_rows(found),
         "prompt_fit": [fit.row() for fit in found.fits],
-        "warnings": [*found.problems, *window],
+        "warnings": [*found.problems, *window, *refused],
+        # Which vLLM model runner each lever gets on a GPU (grid/plan/model_runner.py; docs/compat.md).
+        "model_runner": {
+            "by_lever": {spec.lever.name: runner(spec) for spec in specs},
+            "note": runner_note(specs),
+        },
         "cost_model": {
             "formula": "(engine_start_s + (num_prompts + warmup_requests) x max_tokens x output_fill "
             "/ rate per cell) x gpus; the drift anchor's two launches (grid.anchor) included",
@@ -334,6 +342,8 @@ def render_plan(summary: dict[str, Any], console: Console) -> None:
     console.print(
         f"cost model: {summary['cost_model']['formula']}; override a rate with +plan.rates.<model>=<tok/s>"
     )
+    if summary["model_runner"]["note"]:
+        console.print(summary["model_runner"]["note"], soft_wrap=True)
     render_corpora(summary["corpora"], console)
     for warning in summary["warnings"]:
         console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
