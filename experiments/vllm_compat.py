@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -250,6 +251,11 @@ def run_driver(python: str, cases: Path, out_dir: Path, index: int) -> dict[str,
 LEVER_ORDER = ("van", "van_noasync", "suffix", "bestkpad", "dynk", "w4a4")
 
 
+def version_key(report: dict[str, Any]) -> tuple[int, ...]:
+    """Columns in release order: (0, 26, 0) before (0, 32, 0); a driver that did not run last."""
+    return tuple(int(part) for part in re.findall(r"\d+", report.get("vllm", "999"))[:3])
+
+
 def version_of(report: dict[str, Any]) -> str:
     return f"vLLM {report.get('vllm', '?')}"
 
@@ -377,7 +383,7 @@ def log_line_lines(reports: list[dict[str, Any]]) -> list[str]:
             f"`{line.pattern}`",
             f"`{line.text}`",
             "yes" if log_pattern_matches(line) else "**no**",
-            *((r.get("log_texts", {}).get(line.text) or "**absent**") for r in reports),
+            *((r.get("log_texts", {}).get(line.text) or "absent") for r in reports),
         ]
         for line in LOG_LINES
     ]

@@ -64,6 +64,7 @@ PROPOSE_SIGNATURES = (
 )
 V1_RUNNER = "vllm.v1.worker.gpu_model_runner"
 GPU_WORKER = "vllm.v1.worker.gpu_worker"
+V2_RUNNER = "vllm.v1.worker.gpu.model_runner"
 # vLLM imports the cache from the package; the class lives (and is read) here.
 ARCTIC_CACHE_MODULE = "arctic_inference.suffix_decoding.cache"
 HOOKS = ("kpad", "dynk", "switch")
@@ -188,6 +189,16 @@ POINTS: tuple[PatchPoint, ...] = (
         "attribute",
         ("reset",),
         why="no reset while requests are in the runner",
+    ),
+    # Model Runner V2 (van and w4a4 on a GPU) keeps its requests elsewhere (reset_ext.runner_requests).
+    PatchPoint("runner_v2.req_states", V2_RUNNER, "GPUModelRunner.req_states", "attribute", ("reset",)),
+    PatchPoint(
+        "request_states.req_id_to_index",
+        "vllm.v1.worker.gpu.states",
+        "RequestState.req_id_to_index",
+        "attribute",
+        ("reset",),
+        why="no reset while requests are in a V2 runner",
     ),
     PatchPoint(
         "dev_routes",

@@ -68,6 +68,17 @@ def hook_counters(hook: Any) -> dict[str, dict[str, int]]:
     return out
 
 
+def runner_requests(runner: Any) -> int:
+    """Requests in the model runner: the V1 runner's `requests`, Model Runner V2's
+    `req_states.req_id_to_index` (van and w4a4 run on V2 on a GPU, vLLM 0.26-0.33: docs/compat.md);
+    read by what each runner has, so a V2 runner with requests in flight is not taken for an idle one."""
+    requests = getattr(runner, "requests", None)
+    if requests is None:
+        states = getattr(runner, "req_states", None)
+        requests = getattr(states, "req_id_to_index", None)
+    return len(requests or {})
+
+
 def empty_like(cache: Any) -> Any:
     """A new, empty cache of the same class at the same settings."""
     return type(cache)(max_tree_depth=cache.max_tree_depth, max_cached_requests=cache.max_cached_requests)
@@ -96,7 +107,7 @@ class ResetExtension:
 
         hook = installed_hook() if drafter is not None else None
         return {
-            "runner_requests": len(getattr(runner, "requests", {}) or {}),
+            "runner_requests": runner_requests(runner),
             "drafter": type(drafter).__name__ if drafter is not None else None,
             "suffix_cache": cache_state(cache) if cache is not None else None,
             "hook": getattr(hook, "name", None),

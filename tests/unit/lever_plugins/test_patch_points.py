@@ -101,6 +101,7 @@ RECEIVERS = {
     "input_batch": "InputBatch",
     "runner": "GPUModelRunner",
     "cache": "SuffixDecodingCache",
+    "states": "RequestState",
     # ResetExtension's `self` is vLLM's worker, once mixed in.
     "self": "Worker",
 }
