@@ -98,6 +98,11 @@ def log_pattern_matches(line: LogLine) -> bool:
     return bool(getattr(engine_log, line.pattern).search(line.sample))
 
 
+# Flags the grid does not write, asked about (issue 46): the flat K flag the docs once named, and the
+# short one releases have; the grid sets K inside --speculative-config, which every release takes.
+FLAG_PROBES = (("--num-speculative-tokens", "8"), ("--spec-tokens", "8"))
+
+
 @dataclass(frozen=True)
 class ArgvCase:
     """One argv: where it comes from, the engine command it names and the arguments vLLM parses."""
@@ -220,6 +225,7 @@ def build_cases() -> dict[str, Any]:
         "levers": lever_argvs(),
         "dense_model": dense_model(),
         "log_texts": sorted({line.text for line in LOG_LINES}),
+        "flag_probes": [list(flag) for flag in FLAG_PROBES],
     }
 
 
@@ -400,6 +406,21 @@ def log_line_failures(report: dict[str, Any]) -> list[str]:
     )
 
 
+def flag_lines(reports: list[dict[str, Any]]) -> list[str]:
+    by_version = [{r["flag"]: r for r in report.get("flags", [])} for report in reports]
+    rows = [
+        [
+            f"`{flag}`",
+            *(
+                ("takes it" if v[flag]["accepted"] else "unknown flag") if flag in v else "-"
+                for v in by_version
+            ),
+        ]
+        for flag, _ in FLAG_PROBES
+    ]
+    return table(["flag (the grid does not write it)", *map(version_of, reports)], rows)
+
+
 def git_commit() -> str:
     proc = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=False
@@ -426,7 +447,7 @@ def render(cases: dict[str, Any], reports: list[dict[str, Any]]) -> str:
     lines = ["# vLLM compatibility: checked here", "", *header_lines(reports), ""]
     lines += ["## Patch points (lever_plugins/patch_points.py)", "", *patch_point_lines(ran), ""]
     lines += ["## Every argv the grid builds and every serve.sh the tune writes, through vLLM's parser", ""]
-    lines += [*argv_lines(cases, ran), ""]
+    lines += [*argv_lines(cases, ran), "", *flag_lines(ran), ""]
     lines += ["## Engine log lines the harness reads (workers/engine/log.py), in vLLM's source", ""]
     lines += [*log_line_lines(ran), ""]
     lines += ["## Model runner, async scheduling and K per lever (create_engine_config, Triton present)", ""]
@@ -476,9 +497,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cases_path = out_dir / "cases.json"
     cases_path.write_text(json.dumps(cases, indent=1))
-    reports = [
-        run_driver(python, cases_path, out_dir, i) for i, python in enumerate([sys.executable, *args.vllm])
-    ]
+    pythons = [sys.executable, *args.vllm]
+    reports = sorted((run_driver(p, cases_path, out_dir, i) for i, p in enumerate(pythons)), key=version_key)
     text = render(cases, reports)
     (out_dir / "compat.md").write_text(text)
     print(text)

@@ -9,6 +9,7 @@ only this process imports vLLM. It writes one JSON object:
   names (`vllm serve`: the CLI's serve subparser; `-m <module>`: make_arg_parser, as the module's
   main builds it), then validated as the server validates it, the engine arguments built from it
   (AsyncEngineArgs.from_cli_args) and a suffix speculative config constructed; the warnings it logs;
+- `flags`: whether its parser takes each of a few flags the grid does not write (FLAG_PROBES);
 - `log_texts`: which file of this vLLM writes each engine-log text the harness reads;
 - `runners`: per lever argv, the VllmConfig this vLLM builds from it (create_engine_config on a
   local model's config.json, and on a MoE-shaped one): the model runner it picks, async scheduling
@@ -193,6 +194,17 @@ def parse_case(parsers: Parsers, case: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def probe_flag(parsers: Parsers, flag: list[str]) -> dict[str, Any]:
+    """Whether this vLLM's parser takes `flag` (a flag the grid does not write, asked about in issue 46)."""
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr), captured():
+            parsers.api_server.parse_args(["--model", "m", *flag])
+    except SystemExit:
+        return {"flag": flag[0], "accepted": False, "error": stderr.getvalue().strip().splitlines()[-1:]}
+    return {"flag": flag[0], "accepted": True, "error": None}
+
+
 def with_model(args: list[str], model: str, extra: list[str]) -> list[str]:
     """`args` on the stand-in `model`: its path for --model, its length for --max-model-len,
     no --tokenizer; `extra` appended."""
@@ -325,6 +337,7 @@ def main(cases_path: str, out_path: str) -> None:
     else:
         report["parser"] = parsers.module
         report["argv"] = [parse_case(parsers, case) for case in cases["argv"]]
+        report["flags"] = [probe_flag(parsers, flag) for flag in cases.get("flag_probes", [])]
         report["runners"] = runners(parsers, cases["levers"], cases.get("dense_model"))
     Path(out_path).write_text(json.dumps(report, indent=1))
 

@@ -23,6 +23,7 @@ from experiments.vllm_compat import (
     status,
     tune_cases,
     unique,
+    version_key,
 )
 from lever_plugins.patch_points import POINTS
 from vocab.paths import project_path
@@ -124,6 +125,10 @@ def report(version: str, **changes) -> dict:
         "patch_points": [point(p.key) for p in POINTS],
         "argv": [parsed(warnings=("deprecated --model",))],
         "log_texts": {line.text: "vllm/x.py" for line in LOG_LINES},
+        "flags": [
+            {"flag": "--num-speculative-tokens", "accepted": False, "error": ["unrecognized arguments"]},
+            {"flag": "--spec-tokens", "accepted": True, "error": None},
+        ],
         "runners": [
             runner("suffix", runner="V1", async_scheduling=False, k=8),
             runner("suffix", "VLLM_USE_V2_MODEL_RUNNER=1", refused="no suffix on V2"),
@@ -167,6 +172,15 @@ def test_a_log_pattern_needs_one_of_its_wordings():
     assert log_line_failures({"log_texts": texts}) == []
     texts["Async scheduling is disabled because the V1 model runner"] = None
     assert log_line_failures({"log_texts": texts}) == ["ASYNC_DISABLED"]
+
+
+def test_columns_come_in_release_order_and_say_what_each_parser_takes():
+    failed = {"python": "/envs/x/bin/python", "error": "exit 1"}
+    ordered = sorted([report("0.33.0"), failed, report("0.26.0")], key=version_key)
+    assert [r.get("vllm") for r in ordered] == ["0.26.0", "0.33.0", None]
+    text = render(CASES, ordered)
+    assert "| `--num-speculative-tokens` | unknown flag | unknown flag |" in text
+    assert "**the driver did not run**: exit 1" in text
 
 
 def test_a_driver_that_did_not_run_is_exit_2():
