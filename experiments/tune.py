@@ -106,6 +106,14 @@ def priced_stages(cfg: TuneConfig, base: list[str]) -> list[list[str]]:
     return out
 
 
+def formula_words(added: int) -> str:
+    """', 2 launches added to the formula's' (or taken from it), '' where the formula's design stood."""
+    if added == 0:
+        return ""
+    count = f"{abs(added)} launch{'es' if abs(added) > 1 else ''}"
+    return f", {count} {'added to' if added > 0 else 'taken from'} the formula's"
+
+
 def sets_repeats(overrides: Sequence[str]) -> bool:
     """Whether the user's grid overrides fix grid.repeats (or its launches) themselves."""
     return any(o.lstrip("+").startswith(("grid.repeats=", "grid.launches_per_argv=")) for o in overrides)
@@ -198,7 +206,7 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> list[str
         added = design.launches - formula.launches
         checked = (f"; {simulated:.0%} of {spec.verify_draws} tunes simulated through the tune's own code "
                    f"(drift band of {runs} anchor runs, equivalence gate) deployed it"
-                   + (f", {added} launches added to the formula's" if added else ""))  # fmt: skip
+                   + formula_words(added))  # fmt: skip
         if simulated < spec.power:
             checked += (
                 f": SHORT of {spec.power:.0%}, raise size.min_gain or cut the noise (make launch-noise)"

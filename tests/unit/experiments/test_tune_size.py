@@ -160,6 +160,14 @@ def test_where_the_formula_overshoots_the_simulated_tune_takes_launches_away():
     assert design.gpu_h == pytest.approx(COSTS.gpu_h(6, 1))
 
 
+def test_the_tune_says_how_many_launches_the_simulation_moved_from_the_formulas_design():
+    from experiments.tune import formula_words
+
+    assert formula_words(0) == ""
+    assert formula_words(2) == ", 2 launches added to the formula's"
+    assert formula_words(-1) == ", 1 launch taken from the formula's"
+
+
 def test_the_simulated_rate_is_the_tunes_deploy_rate():
     quiet, loud = Noise(0.01, 0.02, "q"), Noise(0.118, 0.10, "l")
     assert simulated_deploy_rate(0.4, quiet, 4, 2, False, 30) >= 0.9
