@@ -4,7 +4,7 @@ What vLLM's own config code decides (vllm/config/vllm.py: `use_v2_model_runner`,
 features, the async-scheduling rule), derived by `make compat` from create_engine_config in 0.26,
 0.32 and 0.33 on a GPU host's terms (Triton present; docs/compat.md):
 - Model Runner V2 wherever it supports the launch: every lever without drafts (van, van_noasync,
-  w4a4), on dense models from 0.26 and on MoE models from 0.32 (0.26 kept MoE on V1);
+  w4a4), on dense models from 0.26 and on MoE models from 0.32 (0.26 kept most MoE models on V1);
 - suffix decoding is not supported on Model Runner V2: suffix, bestkpad and dynk fall back to the
   V1 runner, which turns async scheduling off for them;
 - forcing V2 (VLLM_USE_V2_MODEL_RUNNER=1) or asking for async scheduling with suffix decoding
@@ -65,6 +65,6 @@ def runner_note(specs: Iterable[EngineSpec]) -> str | None:
         f"model runner on a GPU ({CHECKED}, docs/compat.md): {', '.join(sorted(levers['V1']))} on the V1 "
         "runner with async scheduling off (Model Runner V2 has no suffix decoding), "
         f"{', '.join(sorted(levers['V2']))} on Model Runner V2: comparing them also compares runners"
-        + ("; MoE models only from 0.32 (0.26 kept them on V1)" if moe_v2 else "")
+        + ("; MoE models only from 0.32 (0.26 kept most on V1)" if moe_v2 else "")
         + "; the CPU build runs every lever on V1"
     )
