@@ -15,8 +15,8 @@ import time
 
 import psutil
 
-from tests.scheduling.conftest import stub_overrides, stub_processes
-from tests.scheduling.test_stop import LOCAL, start_driver, wait_for_first_cell
+from tests.scheduling.conftest import stub_processes
+from tests.scheduling.test_stop import own_cluster_overrides, start_driver, wait_for_first_cell
 
 
 def gcs_of(pid: int) -> list[psutil.Process]:
@@ -24,11 +24,7 @@ def gcs_of(pid: int) -> list[psutil.Process]:
 
 
 def test_a_lost_ray_head_ends_the_session_with_its_own_line_and_its_end_written(inputs):
-    overrides = [
-        o
-        for o in stub_overrides(inputs, LOCAL, "+engine.env.STUB_DELAY_S=0.3", "ray.max_in_flight=1")
-        if not o.startswith(("ray.address=", "ray.use_gpus="))
-    ]
+    overrides = own_cluster_overrides(inputs)
     driver = start_driver(overrides)
     try:
         wait_for_first_cell(inputs, driver)

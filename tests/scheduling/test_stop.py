@@ -26,6 +26,16 @@ class LOCAL:  # stands where stub_overrides wants a cluster; its address is drop
     address = "local"
 
 
+def own_cluster_overrides(inputs) -> list[str]:
+    """The stand-in grid, one cell at a time, for a driver that starts its own local Ray cluster
+    (no ray.address) as `grid run` does: the shared fake cluster must outlive what the test kills."""
+    return [
+        o
+        for o in stub_overrides(inputs, LOCAL, "+engine.env.STUB_DELAY_S=0.3", "ray.max_in_flight=1")
+        if not o.startswith(("ray.address=", "ray.use_gpus="))
+    ]
+
+
 def start_driver(overrides: list[str]) -> subprocess.Popen[str]:
     # Its own process group, like a shell job: Ctrl-C reaches the whole group.
     return subprocess.Popen(
@@ -115,11 +125,7 @@ def test_sigterm_to_the_whole_group_with_a_local_cluster_exits_143_without_waiti
     # `timeout`, systemd and a pod's deletion signal the whole group: the local cluster's GCS and
     # raylet (started by the driver, in its group) end too. On the H200 (2026-12-01) the driver then
     # sat in Ray's calls past its limit; it must stop within seconds and say why.
-    overrides = [
-        o
-        for o in stub_overrides(inputs, LOCAL, "+engine.env.STUB_DELAY_S=0.3", "ray.max_in_flight=1")
-        if not o.startswith(("ray.address=", "ray.use_gpus="))
-    ]
+    overrides = own_cluster_overrides(inputs)
     driver = start_driver(overrides)
     try:
         wait_for_first_cell(inputs, driver)
