@@ -410,23 +410,45 @@ class RowSpec:
 
 
 # Issue 44's target once the launch noise is cut: 5 % between launches (the drafting levers' target),
-# the block term as the H200 measured it.
+# the block term as the H200 measured it. It stands for the noise measured after issue 44's item 1,
+# rounded up (docs/benchmarks/2026-12-06-h100-launch-noise.md: bestkpad's launch sd on one H100 3.9 %
+# by the harness, on 4 launches, whose 90 % interval reaches ~9 %).
 TARGET_LAUNCHES = ProcedureNoise(
     "target launches (launch 5%, block 10%), offset 5%", 0.10, 0.10, 0.02, 0.05, launch=0.05
 )
+# The noise measured after issue 44's item 1 as its point estimates: the harness's launch sd of
+# bestkpad on one H100 (3.9 %, same slice, 4 launches) and its block sd (8.2 %, the harness window's,
+# slice content included); the session's drift and offset as the other rows take them.
+H100_MEASURED = ProcedureNoise(
+    "H100 measured (launch 3.9%, block 8.2%), offset 5%", 0.082, 0.082, 0.02, 0.05, launch=0.039
+)
 # The designs experiments/tune_size.py sizes for a real +20 % (size.min_gain=0.2, the gpu_validate
-# plan on one H200, size.verify_draws=300): (launches per stage, anchor runs) per noise.
-SIZED_20 = {TARGET_LAUNCHES.name: (8, 9), H200_LAUNCHES.name: (17, 9)}
+# plan on one H200, size.verify_draws=300, the pooled gate): (launches per stage, anchor runs) per noise.
+SIZED_20 = {TARGET_LAUNCHES.name: (7, 9), H200_LAUNCHES.name: (14, 9), H100_MEASURED.name: (6, 9)}
+# Designs beside the sized one at issue 44's target noise (launches per stage, anchor runs): fewer
+# anchor runs, and fewer anchor runs bought back with a launch more, so the table shows the cheapest
+# that meets issue 44's targets and what it costs.
+DESIGNS_44 = ((7, 7), (8, 5))
+ISSUE_44_NOISES = (TARGET_LAUNCHES.name, H100_MEASURED.name)
+# Issue 44: deployed at +20 % >= 80 % and at +40 % >= 95 %, within 2 GPU-hours per tune.
+MIN_POWER_40 = 0.95
+BUDGET_44_GPU_H = 2.0
 
 
 def table_rows(repeats: int) -> list[RowSpec]:
     """The rows `make power` prints, the gate on as the tune runs it: the default noise and the H200's
     launches at `repeats` per stage and the anchor's default 2 runs, the H200 at the budgets that
-    issue 37 asks for (+20 %, then +10 %, deployed >= 80 %): more repeats and 9 anchor runs, and the
-    designs the tune sizes itself for +20 % (SIZED_20) at the H200's launches and at issue 44's target."""
+    issue 37 asks for (+20 %, then +10 %, deployed >= 80 %): more repeats and 9 anchor runs, the
+    designs the tune sizes itself for +20 % (SIZED_20) at the H200's launches, at issue 44's target and
+    at the H100's measured noise, and the designs beside the target's (DESIGNS_44)."""
     sized = [
         RowSpec(noise, SIZED_20[noise.name][0], gate=GATE_ON, anchor_runs=SIZED_20[noise.name][1])
-        for noise in (H200_LAUNCHES, TARGET_LAUNCHES)
+        for noise in (H200_LAUNCHES, TARGET_LAUNCHES, H100_MEASURED)
+    ]
+    beside = [
+        RowSpec(TARGET_LAUNCHES, n, gate=GATE_ON, anchor_runs=runs)
+        for n, runs in DESIGNS_44
+        if (n, runs) != SIZED_20[TARGET_LAUNCHES.name]
     ]
     return [
         RowSpec(NOISES[0], repeats, gate=GATE_ON),
@@ -434,7 +456,61 @@ def table_rows(repeats: int) -> list[RowSpec]:
         RowSpec(H200_LAUNCHES, 15, gate=GATE_ON, anchor_runs=9),
         RowSpec(H200_LAUNCHES, 45, gate=GATE_ON, anchor_runs=9),
         *sized,
+        *beside,
     ]
+
+
+def interval(share: float, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson's 95 % interval for a share of n simulated tunes."""
+    if n <= 0:
+        return math.nan, math.nan
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def with_interval(share: float, n: int) -> str:
+    """'84.4% [80.9, 87.4] of 500'."""
+    lo, hi = interval(share, n)
+    return f"{share:.1%} [{100 * lo:.1f}, {100 * hi:.1f}] of {n:,}"
+
+
+def meets_44(r: Row) -> bool:
+    """Issue 44's power targets and the false-deploy bound (the GPU-hours apart)."""
+    return r.power_20 >= MIN_POWER and r.power_40 >= MIN_POWER_40 and r.meets
+
+
+def issue_44_lines(rows: Sequence[Row]) -> list[str]:
+    """Issue 44's targets against the sized rows and the designs beside them, each figure with its
+    95 % interval, and the cheapest row at its target noise that meets the power targets."""
+    lines = []
+    for r in rows:
+        sized = SIZED_20.get(r.noise) == (r.n, r.anchor_runs)
+        if not (sized or (r.noise == TARGET_LAUNCHES.name and (r.n, r.anchor_runs) in DESIGNS_44)):
+            continue
+        within = r.gpu_hours <= BUDGET_44_GPU_H
+        lines.append(
+            f"target (issue 44): {r.noise}, n={r.n}, {r.anchor_runs} anchor runs"
+            f"{' (the tune sizes this for +20 %)' if sized else ''}:"
+            f" +20 % {with_interval(r.power_20, r.power_draws)},"
+            f" +40 % {with_interval(r.power_40, r.power_draws)}, false deploy"
+            f" {with_interval(r.false_deploy, r.draws)}, {r.gpu_hours:.2f} GPU-h per tune:"
+            f" {'met' if meets_44(r) and within else 'NOT met'}"
+            + ("" if within else f" (above {BUDGET_44_GPU_H:g} GPU-h)")
+            + ("" if meets_44(r) else " (power)")
+        )
+    for noise in ISSUE_44_NOISES:
+        met = sorted((r for r in rows if r.noise == noise and meets_44(r)), key=lambda r: r.gpu_hours)
+        if met:
+            best = met[0]
+            lines.append(
+                f"target (issue 44): the cheapest row under {noise} that deploys +20 % >= {MIN_POWER:.0%}"
+                f" and +40 % >= {MIN_POWER_40:.0%}: n={best.n}, {best.anchor_runs} anchor runs, "
+                f"{best.gpu_hours:.2f} GPU-h per tune, "
+                + ("within" if best.gpu_hours <= BUDGET_44_GPU_H else "above")
+                + f" the {BUDGET_44_GPU_H:g} GPU-h issue 44 allows"
+            )
+    return lines
 
 
 def target_lines(rows: Sequence[Row]) -> list[str]:
@@ -460,16 +536,7 @@ def target_lines(rows: Sequence[Row]) -> list[str]:
             f"target: +{gain:.0%} deployed >= {MIN_POWER:.0%} under {noise}: {verdict}"
             f" ({power(best):.1%} at {budget})"
         )
-    for noise in (H200_LAUNCHES.name, TARGET_LAUNCHES.name):
-        sized = [r for r in rows if r.noise == noise and (r.n, r.anchor_runs) == SIZED_20[noise]]
-        for r in sized:
-            met = r.power_20 >= MIN_POWER and r.power_40 >= 0.95 and r.meets
-            lines.append(
-                f"target (issue 44): the tune sized for +20 % under {noise} deploys +20 % >= {MIN_POWER:.0%}"
-                f" and +40 % >= 95 %: {'met' if met else 'NOT met'} ({r.power_20:.1%}, {r.power_40:.1%},"
-                f" false deploy {r.false_deploy:.1%}, {r.gpu_hours:.1f} GPU-h per tune)"
-            )
-    return lines
+    return lines + issue_44_lines(rows)
 
 
 def header(repeats: int, draws: int, power_draws: int, seed: int) -> str:

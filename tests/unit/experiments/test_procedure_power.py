@@ -153,7 +153,7 @@ def test_each_row_draws_its_own_tunes_and_the_processes_do_not_change_them():
 
 
 def test_the_row_seeds_are_independent_of_each_other():
-    names = [pp.row_name(s.noise, s.n, s.w4a4, s.gate) for s in pp.table_rows(5)]
+    names = [pp.row_name(s.noise, s.n, s.w4a4, s.gate, s.anchor_runs) for s in pp.table_rows(5)]
     assert len(set(names)) == len(names)
     firsts = {pp.row_seed(26, name, "null").generate_state(1)[0] for name in names}
     assert len(firsts) == len(names)
@@ -201,3 +201,27 @@ def test_at_the_h200_launch_noise_anchor_runs_and_repeats_buy_the_power_at_twent
     assert deployed[0] >= 0.65 and deployed[0] > deployed[1] + 0.4
     null = outcomes(H200_LAUNCHES, {}, n=15, draws=30, seed=14, gate=pp.GATE_ON, anchor_runs=9)
     assert sum(o.deployed != "van" for o in null) <= 2
+
+
+def test_issue_44s_targets_are_said_with_intervals_and_the_cheapest_row_that_meets_them(monkeypatch):
+    monkeypatch.setattr(pp, "SIZED_20", {pp.TARGET_LAUNCHES.name: (8, 9)})
+    monkeypatch.setattr(pp, "DESIGNS_44", ((7, 7), (6, 9)))
+
+    def row(n, runs, power_20, power_40, gpu_h, false_deploy=0.001):
+        return pp.Row(pp.TARGET_LAUNCHES.name, False, n, false_deploy, 0.05, 0.3, power_20, 0.9, 2000, "on",
+                      180.0, gpu_h, 500, runs, power_40)  # fmt: skip
+
+    rows = [row(8, 9, 0.90, 0.97, 3.99), row(7, 7, 0.81, 0.96, 3.37), row(6, 9, 0.76, 0.97, 3.21)]
+    lines = pp.issue_44_lines([*rows, row(5, 2, 0.1, 0.5, 1.0)])  # a row beside no design: not judged
+    assert len(lines) == 4
+    assert lines[0].startswith(f"target (issue 44): {pp.TARGET_LAUNCHES.name}, n=8, 9 anchor runs (the tune")
+    assert (
+        "+20 % 90.0% [87.1, 92.3] of 500" in lines[0] and "false deploy 0.1% [0.0, 0.4] of 2,000" in lines[0]
+    )
+    assert lines[0].endswith("3.99 GPU-h per tune: NOT met (above 2 GPU-h)")
+    assert lines[2].endswith("NOT met (above 2 GPU-h) (power)")  # 76 % at +20 %
+    assert lines[3].endswith("n=7, 7 anchor runs, 3.37 GPU-h per tune, above the 2 GPU-h issue 44 allows")
+    cheap = pp.issue_44_lines([row(8, 9, 0.9, 0.97, 1.9)])
+    assert cheap[0].endswith("1.90 GPU-h per tune: met") and cheap[1].endswith(
+        "within the 2 GPU-h issue 44 allows"
+    )
