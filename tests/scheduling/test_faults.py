@@ -17,7 +17,7 @@ from grid.orchestrate.ledger import DONE, INVALID, build_ledger
 from grid.orchestrate.run import run
 from store.layout import StoreLayout
 from store.read import attempts, ok_files
-from tests.scheduling.conftest import stub_overrides
+from tests.scheduling.conftest import add_fake_node, stub_overrides
 
 CELLS = 4  # smoke: 2 levers x 2 corpora
 # A cell with a result: the stand-in's short windows leave smoke cells INVALID (kept: run.keep_invalid).
@@ -180,7 +180,7 @@ def test_node_removed_mid_run_requeues_its_cells(cluster, inputs, no_leaks):
     assert victim is not None
     cluster.remove_node(victim, allow_graceful=False)
     thread.join(180)
-    cluster.add_node(num_cpus=8, num_gpus=8)  # restore the cluster's shape for later tests
+    add_fake_node(cluster, 8)  # restore the cluster's shape for later tests
     assert result["code"] == 0
     found, _ = attempts(inputs / "store")
     assert any(a.status == "failed" and "worker lost" in (a.error or "") for a in found)
