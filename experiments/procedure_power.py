@@ -261,13 +261,21 @@ SIM_DRIFT, SIM_SESSION = 0.02, 0.05
 
 
 def simulated_deploy_rate(
-    gain: float, noise: SizedNoise, launches: int, anchor_runs: int, gate: bool, draws: int, seed: int = 44
+    gain: float,
+    noise: SizedNoise,
+    launches: int,
+    anchor_runs: int,
+    gate: bool,
+    draws: int,
+    seed: int = 44,
+    stages: Sequence[str] = STAGES,
 ) -> float:
     """How often whole simulated tunes (experiments.procedure_power: the tune's own stages, decisions,
     drift band, equivalence gate and deploy rule) deploy a drafting lever that is `gain` faster, at
-    `launches` repeats per stage (a launch each), under `noise`."""
+    `launches` repeats per stage (a launch each), under `noise`, running `stages` (the tune's)."""
     model = ProcedureNoise("sized", noise.sd_block, noise.sd_block, SIM_DRIFT, SIM_SESSION, noise.sd_launch)
-    found = outcomes(model, dict.fromkeys(DRAFTING, gain), launches, draws, seed,
+    cfg = tune_config(stages=stages, gate=gate)
+    found = outcomes(model, dict.fromkeys(DRAFTING, gain), launches, draws, seed, cfg=cfg,
                      gate=GATE_ON if gate else None, anchor_runs=anchor_runs)  # fmt: skip
     return sum(o.deployed in DRAFTING for o in found) / draws
 
@@ -289,6 +297,8 @@ def procedure_row(
     nothing works and `power_draws` (default: draws) per gain scenario, each scenario from a seed of
     its own (row_seed)."""
     name = row_name(noise, n, w4a4, gate, anchor_runs)
+    if cfg is not None and tuple(cfg.stages) != STAGES:  # a row of other stages draws its own tunes
+        name += f" | stages {','.join(cfg.stages)}"
     power_draws = power_draws or draws
 
     def run(scenario: str, gain: float, count: int) -> list[Outcome]:
@@ -513,6 +523,55 @@ def issue_44_lines(rows: Sequence[Row]) -> list[str]:
     return lines
 
 
+# Issue 44's 2 GPU-hours: issue 44's noises with only the stages on a drafting lever's way to a deploy
+# (suffix, kpad, the confirmation), at the designs experiments/tune_size.py sizes for them (+20 %,
+# stages=[van,suffix,kpad,confirm]). The K sweep (van, the incumbent and four K) and dynk (van, the
+# incumbent, dynk) are 9 of the 16 launches of each repeat of the whole tune.
+SHORT_STAGES = ("van", "suffix", "kpad", "confirm")
+BUDGET_ROWS = ((H100_MEASURED, 6, 9), (TARGET_LAUNCHES, 8, 9))
+
+
+def budget_rows(draws: int, power_draws: int, seed: int, workers: int, costs: LaunchCosts) -> list[Row]:
+    """BUDGET_ROWS' rows with stages SHORT_STAGES, the gate on (procedure_row; each its own draws)."""
+    cfg = tune_config(stages=SHORT_STAGES, gate=True)
+    return [
+        procedure_row(
+            noise,
+            n,
+            draws,
+            seed,
+            cfg=cfg,
+            gate=GATE_ON,
+            workers=workers,
+            power_draws=power_draws,
+            costs=costs,
+            anchor_runs=runs,
+        )
+        for noise, n, runs in BUDGET_ROWS
+    ]
+
+
+def budget_table(rows: Sequence[Row]) -> str:
+    """The budget rows with their intervals, and whether each meets issue 44 within its 2 GPU-hours."""
+    lines = [
+        f"Issue 44's {BUDGET_44_GPU_H:g} GPU-hours: the tune with stages {', '.join(SHORT_STAGES)}"
+        " (no K sweep, no dynk) at the designs it sizes for +20 %, the gate on; Wilson 95 % intervals",
+        "",
+        "| noise | n | anchor runs | GPU-h per tune | false deploy (nothing works) | at +20% | at +40% "
+        "| meets issue 44 |",
+        "|---|---:|---:|---:|---:|---:|---:|:---:|",
+    ]
+    for r in rows:
+        met = meets_44(r) and r.gpu_hours <= BUDGET_44_GPU_H
+        lines.append(
+            f"| {r.noise} | {r.n} | {r.anchor_runs} | {r.gpu_hours:.2f}"
+            f" | {with_interval(r.false_deploy, r.draws)} | {with_interval(r.power_20, r.power_draws)}"
+            f" | {with_interval(r.power_40, r.power_draws)}"
+            f" | {'yes' if met else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
 def target_lines(rows: Sequence[Row]) -> list[str]:
     """Issue 37's targets against the rows: false deploy <= 5 % everywhere; a drafting lever worth +10 %
     (default noise) and +20 %, +10 % (the H200's launches) deployed >= 80 %, at the cheapest row that
@@ -593,6 +652,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(target_lines(rows)))
     print()
     print(stage_table(OFFSET, (3, 5, 8, 12), args.stage_draws, seed=args.seed, workers=args.workers))
+    print()
+    print(budget_table(budget_rows(args.draws, args.power_draws, args.seed, args.workers, costs)))
     return 0
 
 

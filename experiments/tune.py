@@ -30,6 +30,7 @@ Hydra's compose API like the grid's, so a bad name or override fails first.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import sys
@@ -187,14 +188,16 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> list[str
         )
     formula, runs = design, grid_cfg.grid.anchor.runs
     gate = cfg.rules.require_equivalence
-    design, simulated = verified_design(design, gain, noise, costs, spec, runs, gate, simulated_deploy_rate,
+    # The simulated tune runs this tune's stages (without the K sweep a gain has fewer chances to be kept).
+    rate = functools.partial(simulated_deploy_rate, stages=tuple(cfg.stages))
+    design, simulated = verified_design(design, gain, noise, costs, spec, runs, gate, rate,
                                         max_gpu_h=cap)  # fmt: skip
     extra: list[str] = []
     if simulated < spec.power and runs < spec.anchor_runs_if_capped:
         more = spec.anchor_runs_if_capped
         with_more = costs.with_anchor_runs(more, runs)
         again = cheapest_design(gain, noise, with_more, spec, shared) or formula
-        tried = verified_design(again, gain, noise, with_more, spec, more, gate, simulated_deploy_rate,
+        tried = verified_design(again, gain, noise, with_more, spec, more, gate, rate,
                                 max_gpu_h=cap)  # fmt: skip
         if tried[1] > simulated:
             console.print(f"tune size: {runs} anchor runs cap the power at {simulated:.0%} (their band "

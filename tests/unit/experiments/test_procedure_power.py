@@ -225,3 +225,21 @@ def test_issue_44s_targets_are_said_with_intervals_and_the_cheapest_row_that_mee
     assert cheap[0].endswith("1.90 GPU-h per tune: met") and cheap[1].endswith(
         "within the 2 GPU-h issue 44 allows"
     )
+
+
+def test_the_budget_rows_run_the_short_stages_and_say_whether_they_meet_issue_44(monkeypatch):
+    seen = []
+
+    def row(
+        noise, n, draws, seed, cfg=None, gate=None, workers=1, power_draws=None, costs=None, anchor_runs=2
+    ):
+        seen.append((tuple(cfg.stages), cfg.rules.require_equivalence, gate, n, anchor_runs))
+        return pp.Row(noise.name, False, n, 0.0, 0.0, 0.2, 0.85, 0.9, draws, "on", 100.0,
+                      1.6 if noise is pp.H100_MEASURED else 2.4, power_draws, anchor_runs, 0.98)  # fmt: skip
+
+    monkeypatch.setattr(pp, "procedure_row", row)
+    rows = pp.budget_rows(2000, 500, 26, 1, costs=None)
+    assert seen == [(pp.SHORT_STAGES, True, pp.GATE_ON, n, runs) for _, n, runs in pp.BUDGET_ROWS]
+    table = pp.budget_table(rows).splitlines()
+    assert table[-2].startswith(f"| {pp.H100_MEASURED.name} | 6 | 9 | 1.60 | 0.0% [0.0, 0.2] of 2,000 |")
+    assert table[-2].endswith("| yes |") and table[-1].endswith("| no |")  # 2.4 GPU-h: above the budget
