@@ -1,9 +1,9 @@
 """The engine-starvation gate on the real CPU engine (issue 27 item 3): one engine, two cells.
 
-The first cell runs as the machine is; the second with busy loops pinned onto
-the engine's own cores for the whole cell. The first must pass the gate and be
-VALID; the second must fail it, be INVALID, and say why. Both record the CPU
-sets, and on this 2-core machine that nothing was pinned and why.
+The first cell runs as the machine is (measured again, up to CALM_TRIES times, where the box
+itself starved it); the second with busy loops pinned onto the engine's own cores for the whole
+cell. The first must pass the gate and be VALID; the second must fail it, be INVALID, and say why.
+Both record the CPU sets, and on this 2-core machine that nothing was pinned and why.
 
 The hogged cell's verdict must not hang on where the scheduler puts the hogs
 (issue 45 item 7: hogs pinned to the engine's whole set, one a core, left the
@@ -56,6 +56,11 @@ HOG_NICE = -15
 # node would read: its own threads contending among themselves on 2 cores
 # (0.099-0.118 shielded, 0.34-0.68 unshielded on this busy box, 2026-12-03).
 ENGINE_NICE = -10
+# The unloaded cell is measured up to this many times until it is VALID, as `grid run` measures a
+# cell the host made INVALID again (run.host_invalid_reruns): the box, not the gate, can starve it.
+# A fresh clone's `bash .ci/run` (2026-12-07) found the first unloaded cell INVALID beside the host
+# stream's tests; a gate that always read starvation still fails every try.
+CALM_TRIES = 3
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +75,12 @@ def cells():
                 renice_tree([p.pid for p in engine_processes(engine)], ENGINE_NICE)
             except PermissionError:  # root without CAP_SYS_NICE (a container): run as the machine is
                 shielded = False
-        _, calm, _ = run_cell(cell, engine, ctx)
+        calm_tries = []
+        for _ in range(CALM_TRIES):  # as `grid run` measures a cell the host made INVALID again
+            _, calm, _ = run_cell(cell, engine, ctx)
+            calm_tries.append(calm)
+            if calm["gate_engine_not_starved"] and calm["valid"]:
+                break
         # Where the cell left the engine: its own cores once pinned (>= 4 cores), else all of them.
         engine_cpus = os.sched_getaffinity(core.pid)
         nice = HOG_NICE if shielded else 0
@@ -90,6 +100,8 @@ def cells():
         shown = {k: summary.get(k) for k in keys}
         print(f"\n{name}: {shown}")
     print(f"hogs: {len(hogs)} on CPUs {cpu_list(hogged)}, placement: {problem or 'as planned'}")
+    for n, tried in enumerate(calm_tries[:-1], start=1):
+        print(f"unloaded try {n} of {CALM_TRIES}: INVALID ({tried['invalid_reasons']}), measured again")
     return calm, starved, engine_cpus, problem
 
 
