@@ -124,16 +124,19 @@ def test_a_store_without_room_is_refused_before_any_engine_starts(cluster, input
 def test_sigterm_to_the_whole_group_with_a_local_cluster_exits_143_without_waiting_for_ray(inputs):
     # `timeout`, systemd and a pod's deletion signal the whole group: the local cluster's GCS and
     # raylet (started by the driver, in its group) end too. On the H200 (2026-12-01) the driver then
-    # sat in Ray's calls past its limit; it must stop within seconds and say why.
+    # sat in Ray's calls past its limit; it must stop by itself and say why, well before Ray's own
+    # end of a driver whose GCS is gone (60 s). Its own end (the interrupted cell, the summary read
+    # back from the store) took 35.7 s at nice 10 beside the engine stream in a fresh clone's
+    # `bash .ci/run` (2026-12-07; the whole test takes 28 s on this box alone), hence 45 s.
     overrides = own_cluster_overrides(inputs)
     driver = start_driver(overrides)
     try:
         wait_for_first_cell(inputs, driver)
         os.killpg(driver.pid, signal.SIGTERM)
         started = time.time()
-        output, _ = driver.communicate(timeout=45)
+        output, _ = driver.communicate(timeout=75)
         assert driver.returncode == 143, output
-        assert time.time() - started < 30, output
+        assert time.time() - started < 45, output
         assert "stopping:" in output and "Traceback" not in output
     finally:
         if driver.poll() is None:
