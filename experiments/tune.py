@@ -35,6 +35,8 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from rich.console import Console
 
@@ -53,13 +55,20 @@ from experiments.tune_procedure import (
     write_outputs,
 )
 from experiments.tune_size import (
+    FIT_DROP_ORDER,
     MAX_LAUNCHES,
+    Costs,
     Design,
+    Noise,
     cheapest_design,
     design_overrides,
     detectable_gain,
+    fitted,
+    gain_within,
     noise_for,
     power_by_launch,
+    stage_lists,
+    tune_budget,
     tune_costs,
     verified_design,
 )
@@ -74,6 +83,7 @@ from vocab.schema import ModelSpec
 # Names other modules and tests import from here (the procedure lives in experiments/tune_procedure.py).
 __all__ = [
     "STAGES",
+    "Sizing",
     "Tune",
     "TuneConfig",
     "compose_tune",
@@ -90,8 +100,11 @@ MAX_LAUNCHES_WORDS = f"{MAX_LAUNCHES} launches"
 
 # The levers each stage measures on the way to deploying K-pad (van beside each: paired stages), for
 # pricing the tune before it starts (the path of a lever kept at every stage: the dearest one).
-def priced_stages(cfg: TuneConfig, base: list[str]) -> list[list[str]]:
-    """Each stage's grid overrides as the tune would run them (levers and Ks), for tune_size.tune_costs."""
+def priced_stages(
+    cfg: TuneConfig, base: list[str], stages: Sequence[str] | None = None, quantized: bool = False
+) -> list[list[str]]:
+    """Each stage's grid overrides as the tune would run them (levers and Ks), for tune_size.tune_costs:
+    `stages` (default cfg.stages); w4a4 only where the model has a quantised variant (`quantized`)."""
     levers = {
         "suffix": {"van": [], "suffix": [cfg.suffix_k]},
         "kpad": {"van": [], "suffix": [cfg.suffix_k], "bestkpad": [cfg.kpad_k]},
@@ -99,8 +112,10 @@ def priced_stages(cfg: TuneConfig, base: list[str]) -> list[list[str]]:
         "dynk": {"van": [], "bestkpad": [cfg.kpad_k], "dynk": [cfg.kpad_k]},
         "confirm": {"van": [], "bestkpad": [cfg.kpad_k]},
     }
+    if quantized:
+        levers["w4a4"] = {"van": [], "bestkpad": [cfg.kpad_k], "w4a4": []}
     out = []
-    for stage in cfg.stages:
+    for stage in cfg.stages if stages is None else stages:
         if stage not in levers:  # van is measured in every stage; w4a4 only with a quantised variant
             continue
         out.append([*base, *lever_overrides(levers[stage])])
@@ -120,43 +135,160 @@ def sets_repeats(overrides: Sequence[str]) -> bool:
     return any(o.lstrip("+").startswith(("grid.repeats=", "grid.launches_per_argv=")) for o in overrides)
 
 
-def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> list[str]:
-    """The grid overrides that size the stages (experiments/tune_size.py), said on the console; [] where
-    the user fixed grid.repeats (its power is said) or size.auto is off. Raises ConfigError, before
-    anything is launched, when a GPU-hour budget cannot see a useful gain.
+@dataclass
+class Sizing:
+    """What size_stages decided: the grid overrides every stage adds, and the stages the tune runs."""
 
-    The first sizing of a tune is kept in out_dir/<model>/sizing.json and reused when the tune is run
-    again to resume (a store that grew would otherwise resize the stages under finished cells)."""
+    grid_overrides: list[str]
+    stages: list[str]
+
+
+def pct(gain: float) -> str:
+    """'+10%' for a whole percent, '+19.5%' otherwise."""
+    whole = abs(gain * 100 - round(gain * 100)) < 1e-6
+    return f"{gain:+.0%}" if whole else f"{gain:+.1%}"
+
+
+def gain_words(gain: float) -> str:
+    """'+16.1%', or 'nothing' where no gain is seen within the budget."""
+    return "nothing" if math.isinf(gain) else f"{gain:+.1%}"
+
+
+def left_out_words(configured: Sequence[str], stages: Sequence[str]) -> str:
+    """'dynk and best_k': the stages of `configured` not in `stages`, in the order the fit drops them."""
+    return " and ".join(s for s in FIT_DROP_ORDER if s in configured and s not in stages)
+
+
+@dataclass(frozen=True)
+class StageFit:
+    """The stage list a tune runs within its budget (experiments/tune_size.py FIT_DROP_ORDER)."""
+
+    stages: tuple[str, ...]
+    costs: Costs
+    gain: float  # the smallest gain it sees within the budget by the formula (math.inf: none)
+    said: bool  # whether the fit's lines said the gains (so the budget's own line is not said again)
+
+
+def fit_stages(
+    cfg: TuneConfig,
+    base: list[str],
+    noise: Noise,
+    shared: bool,
+    budget: tuple[float, str],
+    quantized: bool,
+    console: Console,
+) -> StageFit:
+    """The stage list the tune runs: where the configured stages see a real size.min_gain lever within
+    the budget, or there is no cap, they as they are; else the list of stage_lists (the search stages
+    left out in FIT_DROP_ORDER) that sees the smallest gain within it, a tie keeping the longer list,
+    said in two lines: the gain each list sees, what was left out and why, and what budget would keep
+    them at that gain. Not fitted (but said): size.fit_stages=false, or a stage list of the user's own."""
+    spec, (cap, cap_words) = cfg.size, budget
+    configured = tuple(cfg.stages)
+    lists = stage_lists(configured) if not math.isinf(cap) else [configured]
+
+    def costs_of(stages: tuple[str, ...]) -> Costs:
+        return tune_costs(priced_stages(cfg, base, stages, quantized), shared)
+
+    # w4a4 runs nothing for a model without a quantised variant: the shorter lists leave it out there.
+    lists[1:] = [tuple(s for s in lst if s != "w4a4" or quantized) for lst in lists[1:]]
+    first = costs_of(configured)
+    if math.isinf(cap) or len(lists) == 1:
+        return StageFit(configured, first, math.nan, False)
+    gains = [gain_within(noise, first, spec, cap, shared)]
+    if gains[0] <= spec.min_gain:  # the stages as they are see the gain asked for
+        return StageFit(configured, first, gains[0], False)
+    all_costs = [first]
+    for stages in lists[1:]:
+        all_costs.append(costs_of(stages))
+        gains.append(gain_within(noise, all_costs[-1], spec, cap, shared))
+    why_kept = ""
+    if not spec.fit_stages:
+        at, why_kept = 0, "size.fit_stages=false"
+    elif configured != STAGES:
+        at, why_kept = 0, "stages= given"
+    else:
+        at = fitted(gains)
+    seen = [f"stages {','.join(configured)} see {gain_words(gains[0])}"]
+    for stages, gain_seen in zip(lists[1:], gains[1:], strict=True):
+        seen.append(f"without {left_out_words(configured, stages)} {gain_words(gain_seen)}")
+    console.print(f"tune size: within {cap:g} GPU-hours ({cap_words}), at {spec.power:.0%} power by the "
+                  f"formula: {'; '.join(seen)} ({spec.min_gain:+.0%} asked: size.min_gain)")  # fmt: skip
+    chosen, gain = lists[at], gains[at]
+    if why_kept:
+        best = fitted(gains)
+        shorter = left_out_words(configured, lists[best])
+        better = f"; without {shorter} it would see {gain_words(gains[best])}" if best != at else ""
+        console.print(f"tune size: stages kept as configured ({why_kept}){better}")
+    elif chosen == configured:
+        console.print("tune size: every stage kept: no shorter list sees a smaller gain within the budget")
+    elif not math.isinf(gain):
+        gone = left_out_words(configured, chosen)
+        keep = cheapest_design(max(gain, spec.min_gain), noise, first, spec, shared)
+        keep_words = (f"~{keep.gpu_h:.2f} GPU-hours (size.budget_gpu_h={math.ceil(keep.gpu_h * 10) / 10:g})"
+                      if keep else f"more than {MAX_LAUNCHES_WORDS}")  # fmt: skip
+        console.print(
+            f"tune size: runs stages {','.join(chosen)}: {gone} left out (they refine the drafting lever's "
+            f"K at launches of their own every repeat, and without them the tune sees the smallest gain "
+            f"within the budget); keeping them at {gain_words(gain)} takes {keep_words}; "
+            "size.fit_stages=false keeps them"
+        )
+    return StageFit(chosen, all_costs[at], gain, True)
+
+
+def saved_sizing(path: Path) -> dict:
+    """sizing.json as a tune wrote it; ConfigError where it is not one."""
+    try:
+        record = json.loads(path.read_text())
+        Design(**record["design"]).words()
+        list(record["grid_overrides"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path} is not a sizing this tune wrote ({type(exc).__name__}: {exc}); "
+                          "delete it to size the stages again") from exc  # fmt: skip
+    return record
+
+
+def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> Sizing:
+    """The grid overrides that size the stages and the stages the tune runs (experiments/tune_size.py),
+    said on the console; no overrides and the configured stages where the user fixed grid.repeats (its
+    power is said) or size.auto is off. Within a budget (size.budget_gpu_h, else size.budget_gpu_h_per_gpu
+    x the model's tp on GPU engines) the stage list is fitted first (fit_stages). Raises ConfigError,
+    before anything is launched, when the budget cannot see a useful gain.
+
+    The first sizing of a tune is kept in out_dir/<model>/sizing.json, its stage list with it, and reused
+    when the tune is run again to resume (a store that grew would otherwise resize the stages under
+    finished cells, or fit another list)."""
     spec = cfg.size
     if not spec.auto:
-        return []
+        return Sizing([], list(cfg.stages))
     for name, value in (("min_gain", spec.min_gain), ("useful_gain", spec.useful_gain)):
         if not value > 0:
             raise ConfigError(f"size.{name}={value}: give a gain above 0, e.g. size.{name}=0.1 for +10 %")
     if not 0 < spec.power < 1:
         raise ConfigError(f"size.power={spec.power}: give a probability between 0 and 1, e.g. 0.8")
     if spec.budget_gpu_h is not None and not spec.budget_gpu_h > 0:
-        raise ConfigError(f"size.budget_gpu_h={spec.budget_gpu_h}: give GPU-hours above 0, or null (no cap)")
+        raise ConfigError(f"size.budget_gpu_h={spec.budget_gpu_h}: give GPU-hours above 0, null (2 per GPU "
+                          "of the model's engine: size.budget_gpu_h_per_gpu) or inf (no cap)")  # fmt: skip
+    if not spec.budget_gpu_h_per_gpu > 0:
+        raise ConfigError(f"size.budget_gpu_h_per_gpu={spec.budget_gpu_h_per_gpu}: give GPU-hours above 0, "
+                          "or inf (no cap)")  # fmt: skip
     saved = project_path(cfg.out_dir) / model.name / "sizing.json"
     base = stage_base(cfg, model.name)
     grid_cfg = compose_config(base)
     shared = grid_cfg.grid.engine_reuse == "shared"
     if not sets_repeats(cfg.grid_overrides) and saved.is_file():
-        try:
-            record = json.loads(saved.read_text())
-            words, sized = Design(**record["design"]).words(), list(record["grid_overrides"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{saved} is not a sizing this tune wrote ({type(exc).__name__}: {exc}); "
-                              "delete it to size the stages again") from exc  # fmt: skip
-        console.print(f"tune size: {words} per stage, as sized "
-                      f"when this tune started ({saved}; delete it to size again)")  # fmt: skip
-        return sized
+        record = saved_sizing(saved)
+        stages = list(record.get("stages", cfg.stages))  # a sizing from before the fit: the configured list
+        words = Design(**record["design"]).words()
+        console.print(f"tune size: {words} per stage, stages {','.join(stages)}, as sized when this "
+                      f"tune started ({saved}; delete it to size again)")  # fmt: skip
+        return Sizing(list(record["grid_overrides"]), stages)
     store = store_path(grid_cfg.paths.store, grid_cfg.paths.get("store_options"))
     noise = noise_for(str(store), model.name, ["van", "suffix", "bestkpad", "dynk"], spec)
-    costs = tune_costs(priced_stages(cfg, base), shared)
     console.print(f"tune size: noise {noise.sd_launch:.1%} between launches, {noise.sd_block:.1%} block to "
                   f"block ({noise.source})")  # fmt: skip
     if sets_repeats(cfg.grid_overrides):
+        costs = tune_costs(priced_stages(cfg, base, quantized=bool(model.quantized_variant)), shared)
         repeats = grid_cfg.grid.repeats
         launches = min(repeats, grid_cfg.grid.launches_per_argv or repeats) if shared else repeats
         blocks = max(1, repeats // max(1, launches))
@@ -165,22 +297,30 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> list[str
         console.print(f"tune size: grid.repeats={repeats} as given ({given}): "
                       f"{p**spec.tests_on_path:.0%} power to deploy a real {spec.min_gain:+.0%} lever, "
                       f"~{costs.gpu_h(launches, blocks):.2f} GPU-hours")  # fmt: skip
-        return []
+        return Sizing([], list(cfg.stages))
+    budget = tune_budget(spec, model.tp if grid_cfg.ray.use_gpus else 0)
+    fit = fit_stages(cfg, base, noise, shared, budget, bool(model.quantized_variant), console)
+    costs, cap_h = fit.costs, budget[0]
     design = cheapest_design(spec.min_gain, noise, costs, spec, shared)
     gain, cap = spec.min_gain, math.inf
-    if spec.budget_gpu_h is not None and (design is None or design.gpu_h > spec.budget_gpu_h):
-        within = detectable_gain(noise, costs, spec, spec.budget_gpu_h, shared)
+    if design is None or design.gpu_h > cap_h:
+        within = detectable_gain(noise, costs, spec, cap_h, shared) if not math.isinf(cap_h) else None
         need = f"{design.gpu_h:.2f} GPU-hours" if design else f"more than {MAX_LAUNCHES_WORDS}"
-        if within is None or within[0] > spec.useful_gain:
+        if not math.isinf(cap_h) and (within is None or within[0] > spec.useful_gain):
             seen = "no gain at all" if within is None else f"only gains above {within[0]:+.0%}"
             raise ConfigError(
-                f"size.budget_gpu_h={spec.budget_gpu_h:g}: at this noise the tune sees {seen} with "
-                f"{spec.power:.0%} power (size.useful_gain={spec.useful_gain:g}); a {spec.min_gain:+.0%} "
-                f"lever needs {need}: raise the budget, raise size.min_gain, or cut the noise first"
+                f"{budget[1]}: at this noise the tune sees {seen} with {spec.power:.0%} power within "
+                f"{cap_h:g} GPU-hours (stages {','.join(fit.stages)}; "
+                f"size.useful_gain={spec.useful_gain:g}); "
+                f"a {spec.min_gain:+.0%} lever needs {need}: raise the budget (size.budget_gpu_h), raise "
+                "size.min_gain, or cut the noise first"
             )
-        console.print(f"tune size: within {spec.budget_gpu_h:g} GPU-hours the tune sees {within[0]:+.1%} at "
-                      f"{spec.power:.0%} power ({spec.min_gain:+.0%} needs {need})")  # fmt: skip
-        (gain, design), cap = within, spec.budget_gpu_h
+        if within is not None:
+            if not fit.said:
+                console.print(f"tune size: within {cap_h:g} GPU-hours ({budget[1]}) the tune sees "
+                              f"{within[0]:+.1%} at {spec.power:.0%} power "
+                              f"({spec.min_gain:+.0%} needs {need})")  # fmt: skip
+            (gain, design), cap = within, cap_h
     if design is None:
         raise ConfigError(
             f"at this noise no design up to {MAX_LAUNCHES_WORDS} sees a {spec.min_gain:+.0%} lever with "
@@ -189,21 +329,28 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> list[str
     formula, runs = design, grid_cfg.grid.anchor.runs
     gate = cfg.rules.require_equivalence
     # The simulated tune runs this tune's stages (without the K sweep a gain has fewer chances to be kept).
-    rate = functools.partial(simulated_deploy_rate, stages=tuple(cfg.stages))
+    rate = functools.partial(simulated_deploy_rate, stages=fit.stages)
     design, simulated = verified_design(design, gain, noise, costs, spec, runs, gate, rate,
                                         max_gpu_h=cap)  # fmt: skip
     extra: list[str] = []
     if simulated < spec.power and runs < spec.anchor_runs_if_capped:
         more = spec.anchor_runs_if_capped
         with_more = costs.with_anchor_runs(more, runs)
-        again = cheapest_design(gain, noise, with_more, spec, shared) or formula
-        tried = verified_design(again, gain, noise, with_more, spec, more, gate, rate,
-                                max_gpu_h=cap)  # fmt: skip
-        if tried[1] > simulated:
-            console.print(f"tune size: {runs} anchor runs cap the power at {simulated:.0%} (their band "
-                          f"holds launch noise); grid.anchor.runs={more} reaches {tried[1]:.0%}")  # fmt: skip
-            (design, simulated), formula, runs = tried, again, more
-            extra = [f"grid.anchor.runs={more}"]
+        # Within a budget the anchors' launches leave fewer for the stages: the gain they see moves.
+        again_gain, again = gain, cheapest_design(gain, noise, with_more, spec, shared)
+        if again is None or again.gpu_h > cap:
+            found = detectable_gain(noise, with_more, spec, cap, shared) if not math.isinf(cap) else None
+            again_gain, again = found if found is not None else (gain, None)
+        if again is not None:
+            tried = verified_design(again, again_gain, noise, with_more, spec, more, gate, rate,
+                                    max_gpu_h=cap)  # fmt: skip
+            if tried[1] > simulated:
+                moved = f" at {again_gain:+.1%}" if again_gain != gain else ""
+                console.print(f"tune size: {runs} anchor runs cap the power at {simulated:.0%} (their "
+                              f"band holds launch noise); grid.anchor.runs={more} reaches "
+                              f"{tried[1]:.0%}{moved}")  # fmt: skip
+                (design, simulated), formula, runs, gain = tried, again, more, again_gain
+                extra = [f"grid.anchor.runs={more}"]
     checked = ""
     if not math.isnan(simulated):
         added = design.launches - formula.launches
@@ -211,18 +358,22 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> list[str
                    f"(drift band of {runs} anchor runs, equivalence gate) deployed it"
                    + formula_words(added))  # fmt: skip
         if simulated < spec.power:
-            checked += (
-                f": SHORT of {spec.power:.0%}, raise size.min_gain or cut the noise (make launch-noise)"
-            )
-    console.print(f"tune size: {design.words()} per stage, ~{design.gpu_h:.2f} GPU-hours for the tune: "
-                  f"{design.power_path:.0%} power to deploy a real {gain:+.0%} lever by the formula "
-                  f"({design.power_each:.0%} per test, {spec.tests_on_path} tests){checked}")  # fmt: skip
+            cure = "raise the budget (size.budget_gpu_h)" if not math.isinf(cap) else "raise size.min_gain"
+            checked += f": SHORT of {spec.power:.0%}, {cure} or cut the noise (make launch-noise)"
+    of_budget = "" if math.isinf(cap_h) else f" (budget {cap_h:g})"
+    fitted_words = f" (stages {','.join(fit.stages)})" if fit.stages != tuple(cfg.stages) else ""
+    console.print(f"tune size: {design.words()} per stage{fitted_words}, ~{design.gpu_h:.2f} GPU-hours for "
+                  f"the tune{of_budget}: {design.power_path:.0%} power to deploy a real {pct(gain)} lever by "
+                  f"the formula ({design.power_each:.0%} per test, {spec.tests_on_path} tests)"
+                  f"{checked}")  # fmt: skip
     saved.parent.mkdir(parents=True, exist_ok=True)
     record = {"design": dataclasses.asdict(design), "noise": dataclasses.asdict(noise), "gain": gain,
-              "power": spec.power, "simulated": simulated}  # fmt: skip
+              "power": spec.power, "simulated": simulated, "stages": list(fit.stages),
+              "configured_stages": list(cfg.stages),
+              "budget_gpu_h": None if math.isinf(cap_h) else cap_h}  # fmt: skip
     record["grid_overrides"] = [*design_overrides(design, shared), *extra]
     saved.write_text(json.dumps(record, indent=1))
-    return record["grid_overrides"]
+    return Sizing(record["grid_overrides"], list(fit.stages))
 
 
 def tune(overrides: list[str], console: Console | None = None, replay: bool = False) -> int:
@@ -237,9 +388,12 @@ def tune(overrides: list[str], console: Console | None = None, replay: bool = Fa
             "tune keeps a change only beyond the drift band the anchor measures (unknown drift is never a "
             """keep): add 'grid_overrides=["grid.anchor.enabled=true"]'"""
         )
-    if not replay and (sized := size_stages(cfg, model, console or make_console())):
-        cfg.grid_overrides = [*cfg.grid_overrides, *sized]
-        grid_cfg = compose_config([f"experiment={cfg.experiment}", *cfg.grid_overrides])
+    if not replay:
+        sizing = size_stages(cfg, model, console or make_console())
+        cfg.stages = sizing.stages  # the stage list fitted to the budget (sizing.json keeps it for a resume)
+        if sizing.grid_overrides:
+            cfg.grid_overrides = [*cfg.grid_overrides, *sizing.grid_overrides]
+            grid_cfg = compose_config([f"experiment={cfg.experiment}", *cfg.grid_overrides])
     if not replay and grid_cfg.grid.repeats < 2 and not grid_cfg.grid.sequential.enabled:
         raise ConfigError(
             f"the stages run grid.repeats={grid_cfg.grid.repeats}: a stage keeps a change only when its "

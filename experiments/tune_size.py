@@ -36,6 +36,15 @@ from analysis.decision import CONFIDENCE, t_quantile
 PRIOR_SD_LAUNCH = 0.118
 PRIOR_SD_BLOCK = 0.10
 MAX_LAUNCHES = 200
+# The stages the fit may leave out, first to last: dynamic K, then the K sweep. Each refines the drafting
+# lever the tune already has (its K, or a K that moves) at the price of launches every repeat: the K
+# sweep 6 of the whole tune's 16 a repeat, dynk 3. van, suffix and kpad are the path a drafting gain is
+# found on and the confirmation is what a deploy rests on: never left out. w4a4 is not either: it runs
+# only with a quantised variant, where it is the one stage that tries another checkpoint (a lever of its
+# own, not a refinement of the drafting one), and it costs nothing where there is none.
+FIT_DROP_ORDER = ("dynk", "best_k")
+# Gains seen within a budget closer than this are a tie (detectable_gain's resolution): the longer list.
+FIT_TIE = 0.005
 
 
 @dataclass
@@ -50,10 +59,17 @@ class SizeSpec:
     power: float = 0.80
     # The tests a real gain must pass to be deployed (the stage that keeps it, the confirmation).
     tests_on_path: int = 2
-    # GPU-hours the whole tune may take; null: no cap. With a cap, the tune says which gain it can
-    # see within it, and stops before launch when that is above useful_gain.
+    # GPU-hours the whole tune may take. null: budget_gpu_h_per_gpu x the GPUs one engine of the model
+    # spans (its tp), where the engines get GPUs (no cap on CPU engines); a number: that cap; inf: no
+    # cap. Within a cap the tune says which gain it can see, fits its stage list (fit_stages), and
+    # stops before launch when the gain is above useful_gain.
     budget_gpu_h: float | None = None
+    budget_gpu_h_per_gpu: float = 2.0
     useful_gain: float = 0.50
+    # Where the stages cannot see a real min_gain lever within the budget, leave out the search stages
+    # (FIT_DROP_ORDER: dynk, then best_k) while that lets the tune see a smaller gain within it. Only the
+    # default stage list is fitted: a stages= of the user's own is run as given. false: as configured.
+    fit_stages: bool = True
     # The prior noise (ln tok/s) where the store holds no variance components for the model.
     sd_launch: float = PRIOR_SD_LAUNCH
     sd_block: float = PRIOR_SD_BLOCK
@@ -183,6 +199,53 @@ def detectable_gain(
     design = fits(hi)
     assert design is not None
     return hi, design
+
+
+def tune_budget(spec: SizeSpec, gpus: int) -> tuple[float, str]:
+    """The GPU-hours the whole tune may take (math.inf: no cap) and where the figure comes from, in words:
+    size.budget_gpu_h when given, else size.budget_gpu_h_per_gpu x `gpus` (the GPUs one engine of the
+    model spans); no cap where the engines get none (CPU engines: an engine-hour there is not a GPU's)."""
+    if spec.budget_gpu_h is not None:
+        return spec.budget_gpu_h, f"size.budget_gpu_h={spec.budget_gpu_h:g}"
+    if gpus < 1 or math.isinf(spec.budget_gpu_h_per_gpu):
+        return math.inf, "no cap"
+    plural = "s" if gpus > 1 else ""
+    return spec.budget_gpu_h_per_gpu * gpus, (
+        f"{spec.budget_gpu_h_per_gpu:g} per GPU x {gpus} GPU{plural} of the model's engine: "
+        "size.budget_gpu_h_per_gpu"
+    )
+
+
+def stage_lists(stages: Sequence[str]) -> list[tuple[str, ...]]:
+    """`stages`, then it without each of FIT_DROP_ORDER's stages it holds in turn, each list the last
+    one less a stage: the lists the fit weighs, longest first."""
+    out = [tuple(stages)]
+    for stage in FIT_DROP_ORDER:
+        if stage in out[-1]:
+            out.append(tuple(s for s in out[-1] if s != stage))
+    return out
+
+
+def gain_within(
+    noise: Noise, costs: Costs, spec: SizeSpec, budget_gpu_h: float, blocks_allowed: bool
+) -> float:
+    """The smallest gain the tune sees at spec.power within the budget by the formula: spec.min_gain
+    where that one's cheapest design fits, else detectable_gain's (math.inf: none at all)."""
+    design = cheapest_design(spec.min_gain, noise, costs, spec, blocks_allowed)
+    if design is not None and design.gpu_h <= budget_gpu_h:
+        return spec.min_gain
+    within = detectable_gain(noise, costs, spec, budget_gpu_h, blocks_allowed)
+    return math.inf if within is None else within[0]
+
+
+def fitted(gains: Sequence[float]) -> int:
+    """The place of the list that sees the smallest gain among `gains` (the lists longest first); a tie
+    (FIT_TIE) keeps the longer list."""
+    best = 0
+    for at, gain in enumerate(gains):
+        if gain < gains[best] - FIT_TIE:
+            best = at
+    return best
 
 
 def verified_design(

@@ -214,7 +214,9 @@ def test_issue_44s_targets_are_said_with_intervals_and_the_cheapest_row_that_mee
     rows = [row(8, 9, 0.90, 0.97, 3.99), row(7, 7, 0.81, 0.96, 3.37), row(6, 9, 0.76, 0.97, 3.21)]
     lines = pp.issue_44_lines([*rows, row(5, 2, 0.1, 0.5, 1.0)])  # a row beside no design: not judged
     assert len(lines) == 4
-    assert lines[0].startswith(f"target (issue 44): {pp.TARGET_LAUNCHES.name}, n=8, 9 anchor runs (the tune")
+    assert lines[0].startswith(
+        f"target (issue 44): {pp.TARGET_LAUNCHES.name}, n=8, 9 anchor runs (the whole stage list as the tune"
+    )
     assert (
         "+20 % 90.0% [87.1, 92.3] of 500" in lines[0] and "false deploy 0.1% [0.0, 0.4] of 2,000" in lines[0]
     )
@@ -243,3 +245,8 @@ def test_the_budget_rows_run_the_short_stages_and_say_whether_they_meet_issue_44
     table = pp.budget_table(rows).splitlines()
     assert table[-2].startswith(f"| {pp.H100_MEASURED.name} | 6 | 9 | 1.60 | 0.0% [0.0, 0.2] of 2,000 |")
     assert table[-2].endswith("| yes |") and table[-1].endswith("| no |")  # 2.4 GPU-h: above the budget
+    assert "the default tune on one GPU, fitted to its 2 GPU-hours" in table[0]
+    said = pp.budget_target_lines(rows)
+    assert said[0].startswith("target (issue 44): the default tune on one GPU (fitted to 2 GPU-h: stages")
+    assert said[0].endswith(": met (+20 % 85.0%, +40 % 98.0%, false deploy 0.0%, 1.60 GPU-h per tune)")
+    assert ": NOT met (" in said[1]

@@ -81,11 +81,13 @@ def test_a_budget_says_which_gain_it_sees():
 
 
 def sized(tmp_path, *extra):
+    """The CPU demo's tune (experiment smoke: engines get no GPU, so no default budget) sized."""
     off = [] if any(e.startswith("size.verify_draws=") for e in extra) else ["size.verify_draws=0"]
     cfg = compose_tune(["model=tiny", f"out_dir={tmp_path / 'out'}", *off,
                         f'grid_overrides=["paths.store={tmp_path / "store"}","grid.anchor.enabled=true"]',
                         *extra])  # fmt: skip
-    return cfg, size_stages(cfg, ModelSpec(name="tiny", path="x"), Console(width=300, record=True))
+    console = Console(width=300, record=True)
+    return cfg, size_stages(cfg, ModelSpec(name="tiny", path="x"), console).grid_overrides
 
 
 def test_a_budget_that_sees_nothing_useful_stops_the_tune_before_launch(tmp_path, monkeypatch):
@@ -111,7 +113,7 @@ def test_repeats_the_user_gives_win_and_their_power_is_said(tmp_path):
     cfg = compose_tune(["model=tiny", f"out_dir={tmp_path}",
                         f'grid_overrides=["paths.store={tmp_path / "s"}","grid.repeats=3"]'])  # fmt: skip
     console = Console(width=300, record=True)
-    assert size_stages(cfg, ModelSpec(name="tiny", path="x"), console) == []
+    assert size_stages(cfg, ModelSpec(name="tiny", path="x"), console).grid_overrides == []
     text = console.export_text()
     assert (
         "grid.repeats=3 as given (3 launches x 1 block)" in text
