@@ -85,6 +85,9 @@ compat: setup ## Another vLLM (COMPAT_VLLM=0.33.0) in a side venv, not in CI: pl
 	for v in $(COMPAT_VLLM); do VENV=$(VENV) bash scripts/compat_venv.sh $$v || exit 1; done
 	$(PY) -m experiments.vllm_compat $(foreach v,$(COMPAT_VLLM),--vllm .cache/compat/vllm-$(v)/bin/python) $(ARGS)
 
+adversarial: assets ## Issue 45's adversarial pass, not in CI: 200+ bad inputs through the CLIs, 14 faults (real CPU engine where the engine is the fault); ~30 min
+	$(PY) scripts/adversarial.py $(ARGS)
+
 docs: setup ## docs/cli.md: every config key with one sentence, from vocab/schema.py
 	$(PY) -m vocab.cli_reference
 
@@ -95,4 +98,4 @@ lint: setup ## ruff check and format check
 clean: ## Remove results and caches (keeps .venv)
 	rm -rf results .cache/vllm .cache/inductor .pytest_cache
 
-.PHONY: help setup assets demo summary report bench crosscheck launch-noise power compat docs test test-unit test-report test-scheduling test-engine lint clean
+.PHONY: help setup assets demo summary report bench crosscheck launch-noise power compat adversarial docs test test-unit test-report test-scheduling test-engine lint clean
