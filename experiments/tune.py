@@ -167,6 +167,7 @@ class StageFit:
     costs: Costs
     gain: float  # the smallest gain it sees within the budget by the formula (math.inf: none)
     said: bool  # whether the fit's lines said the gains (so the budget's own line is not said again)
+    configured_costs: Costs | None = None  # the configured list's, where the fit left stages out
 
 
 def fit_stages(
@@ -222,18 +223,39 @@ def fit_stages(
         console.print(f"tune size: stages kept as configured ({why_kept}){better}")
     elif chosen == configured:
         console.print("tune size: every stage kept: no shorter list sees a smaller gain within the budget")
-    elif not math.isinf(gain):
-        gone = left_out_words(configured, chosen)
-        keep = cheapest_design(max(gain, spec.min_gain), noise, first, spec, shared)
-        keep_words = (f"~{keep.gpu_h:.2f} GPU-hours (size.budget_gpu_h={math.ceil(keep.gpu_h * 10) / 10:g})"
-                      if keep else f"more than {MAX_LAUNCHES_WORDS}")  # fmt: skip
+    else:
         console.print(
-            f"tune size: runs stages {','.join(chosen)}: {gone} left out (they refine the drafting lever's "
-            f"K at launches of their own every repeat, and without them the tune sees the smallest gain "
-            f"within the budget); keeping them at {gain_words(gain)} takes {keep_words}; "
-            "size.fit_stages=false keeps them"
+            f"tune size: runs stages {','.join(chosen)}: {left_out_words(configured, chosen)} left out (they "
+            "refine the drafting lever's K at launches of their own every repeat; without them the tune sees "
+            "the smallest gain within the budget)"
         )
+        return StageFit(chosen, all_costs[at], gain, True, first)
     return StageFit(chosen, all_costs[at], gain, True)
+
+
+def kept_words(
+    cfg: TuneConfig,
+    fit: StageFit,
+    noise: Noise,
+    design_gain: float,
+    runs: int,
+    priced_runs: int,
+    shared: bool,
+) -> str:
+    """The line that says what budget would keep the stages the fit left out, at the chosen design's gain
+    and anchor runs (by the formula: the configured list's cheapest design there)."""
+    assert fit.configured_costs is not None
+    full = fit.configured_costs.with_anchor_runs(runs, priced_runs)
+    keep = cheapest_design(design_gain, noise, full, cfg.size, shared)
+    need = f"more than {MAX_LAUNCHES_WORDS}"
+    if keep is not None:
+        cap = math.ceil(keep.gpu_h * 10) / 10
+        need = f"~{keep.gpu_h:.2f} GPU-hours by the formula (size.budget_gpu_h={cap:g})"
+    return (
+        f"tune size: keeping {left_out_words(cfg.stages, fit.stages)} at {pct(design_gain)} with {runs} "
+        f"anchor runs takes {need}; size.fit_stages=false runs them within the budget, at the larger gain "
+        "it sees"
+    )
 
 
 def saved_sizing(path: Path) -> dict:
@@ -366,6 +388,18 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> Sizing:
                   f"the tune{of_budget}: {design.power_path:.0%} power to deploy a real {pct(gain)} lever by "
                   f"the formula ({design.power_each:.0%} per test, {spec.tests_on_path} tests)"
                   f"{checked}")  # fmt: skip
+    if fit.configured_costs is not None:
+        console.print(
+            kept_words(
+                cfg,
+                fit,
+                noise,
+                design_gain=gain,
+                runs=runs,
+                priced_runs=grid_cfg.grid.anchor.runs,
+                shared=shared,
+            )
+        )
     saved.parent.mkdir(parents=True, exist_ok=True)
     record = {"design": dataclasses.asdict(design), "noise": dataclasses.asdict(noise), "gain": gain,
               "power": spec.power, "simulated": simulated, "stages": list(fit.stages),

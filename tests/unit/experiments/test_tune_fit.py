@@ -56,7 +56,8 @@ def test_by_default_a_one_gpu_tune_at_the_h100_noise_drops_the_k_sweep_and_dynk_
     seen = "stages van,suffix,kpad,best_k,w4a4,dynk,confirm see +42.5%; without dynk +28.3%; "
     assert seen + "without dynk and best_k +16.1%" in text
     assert "runs stages van,suffix,kpad,confirm: dynk and best_k left out" in text
-    assert "keeping them at +16.1% takes ~4.33 GPU-hours (size.budget_gpu_h=4.4)" in text
+    kept = f"keeping dynk and best_k at {100 * record['gain']:+.1f}% with "
+    assert kept in text and "GPU-hours by the formula (size.budget_gpu_h=" in text
     assert f"~{record['design']['gpu_h']:.2f} GPU-hours for the tune (budget 2)" in text
 
 
