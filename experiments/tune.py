@@ -242,19 +242,27 @@ def kept_words(
     priced_runs: int,
     shared: bool,
 ) -> str:
-    """The line that says what budget would keep the stages the fit left out, at the chosen design's gain
-    and anchor runs (by the formula: the configured list's cheapest design there)."""
+    """The line that says what budget would keep the stages the fit left out: at the chosen design's gain
+    and anchor runs (the configured list's cheapest design there, by the formula; with fit_stages off, as
+    the fit would drop them again where the shorter list then sees a smaller gain), and the budget from
+    which the fit keeps them (where the configured list sees size.min_gain)."""
     assert fit.configured_costs is not None
+
+    def budget(design: Design | None) -> str:
+        return "" if design is None else f"size.budget_gpu_h={math.ceil(design.gpu_h * 10) / 10:g}"
+
+    spec = cfg.size
     full = fit.configured_costs.with_anchor_runs(runs, priced_runs)
-    keep = cheapest_design(design_gain, noise, full, cfg.size, shared)
+    same = cheapest_design(design_gain, noise, full, spec, shared)
     need = f"more than {MAX_LAUNCHES_WORDS}"
-    if keep is not None:
-        cap = math.ceil(keep.gpu_h * 10) / 10
-        need = f"~{keep.gpu_h:.2f} GPU-hours by the formula (size.budget_gpu_h={cap:g})"
+    if same is not None:
+        need = f"~{same.gpu_h:.2f} GPU-hours by the formula ({budget(same)} size.fit_stages=false)"
+    every = cheapest_design(spec.min_gain, noise, fit.configured_costs, spec, shared)
+    fit_keeps = (f"the fit keeps them from {budget(every)} (where every stage sees {pct(spec.min_gain)})"
+                 if every else "no budget keeps them in the fit at this noise")  # fmt: skip
     return (
-        f"tune size: keeping {left_out_words(cfg.stages, fit.stages)} at {pct(design_gain)} with {runs} "
-        f"anchor runs takes {need}; size.fit_stages=false runs them within the budget, at the larger gain "
-        "it sees"
+        f"tune size: keeping {left_out_words(cfg.stages, fit.stages)} at {pct(design_gain)} ({runs} anchor "
+        f"runs) takes {need}; {fit_keeps}"
     )
 
 
@@ -460,7 +468,9 @@ duration (an estimate from `make demo`'s 6 runs in 10 min 10 s on 2 cores, ~1.7 
 measured tune): each stage runs van, the incumbent and the candidate on every corpus x repeat plus
 2 anchor runs; at 3 repeats on 2 corpora about 110 runs for van, suffix, K-pad, the K sweep, dynamic
 K and the confirmation (no W4A4 without a quantised variant): some 3 hours on the CPU engine.
-`python -m grid plan` prices one stage's grid on a GPU cluster.
+`python -m grid plan` prices one stage's grid on a GPU cluster. On GPU engines the tune sizes itself
+within 2 GPU-hours per GPU of the model (size.budget_gpu_h_per_gpu; size.budget_gpu_h=N caps at N,
+=inf not at all), leaving out dynamic K, then the K sweep, where they do not fit (size.fit_stages).
 
 keys (conf/tune/tune.yaml, schema TuneConfig in experiments/tune_procedure.py): {keys}
 docs/tune.md, section 'Tuning a model: `python -m experiments.tune`'."""

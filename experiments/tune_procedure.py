@@ -80,7 +80,8 @@ class TuneConfig:
     # across sessions), for replaying their stores.
     paired_stages: bool = True
     rules: TuneRules = field(default_factory=TuneRules)
-    # How many launches the stages run, from the noise measured (experiments/tune_size.py).
+    # How many launches the stages run, from the noise measured, and within its GPU-hour budget which
+    # stages (size.fit_stages: experiments/tune.py fit_stages; experiments/tune_size.py).
     size: SizeSpec = field(default_factory=SizeSpec)
     out_dir: str = "results/tune"
 
