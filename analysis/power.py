@@ -234,8 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lever", help="with --store: the lever configuration, e.g. suffix-k8")
     args = parser.parse_args(argv)
     figures = (args.sigma_van, args.sigma_lever, args.sigma_drift)
-    if min(figures) < 0 or args.gain <= 0 or args.max_n < 2:
-        parser.error("sigmas must be >= 0, --gain > 0 (0.1 is +10 %) and --max-n >= 2")
+    if min(figures) < 0 or args.gain <= 0 or args.max_n < 2 or args.draws < 1:
+        parser.error("sigmas must be >= 0, --gain > 0 (0.1 is +10 %), --max-n >= 2 and --draws >= 1")
     sigma_van, sigma_lever, sources = args.sigma_van, args.sigma_lever, []
     if args.store is not None:
         from vocab.errors import StoreError

@@ -247,6 +247,8 @@ def model_folder_problem(cell: Cell, path: str, models_dir: Path, use_gpus: bool
     folder = local_model_folder(path, models_dir, use_gpus)
     if folder is None or not (folder / "config.json").is_file():
         return None
+    if (unreadable := config_json_problem(folder / "config.json")) is not None:
+        return f"model '{model.name}': {unreadable}, so the engine would not start; fix the file or its path"
     argv = [*model.extra_args, *cell.engine_spec.lever.extra_args, *cell.engine_spec.engine.extra_args]
     if not dummy_weights(argv) and not any(any(folder.glob(p)) for p in WEIGHT_PATTERNS):
         return (
@@ -255,6 +257,18 @@ def model_folder_problem(cell: Cell, path: str, models_dir: Path, use_gpus: bool
             "weights is given --load-format dummy in its extra_args)"
         )
     return context_problem(cell, folder / "config.json")
+
+
+def config_json_problem(config_file: Path) -> str | None:
+    """Why `config_file` is not a JSON object vLLM can read, or None (the adversarial pass, 2026-12-07:
+    a config.json that was not JSON passed preflight and launched an engine that failed)."""
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"its config.json at {config_file} cannot be read as JSON ({' '.join(str(exc).split())})"
+    if not isinstance(config, dict):
+        return f"its config.json at {config_file} holds a {type(config).__name__}, not a JSON object"
+    return None
 
 
 def relative_model_path(path: str) -> bool:

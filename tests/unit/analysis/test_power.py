@@ -54,6 +54,16 @@ def test_power_rejects_noise_figures_it_cannot_simulate(capsys):
     assert "--gain > 0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("draws", ["0", "-5"])
+def test_power_refuses_draws_below_one_in_one_line(capsys, draws):
+    # The adversarial pass (scripts/adversarial.py, 2026-12-07): --draws -5 was a numpy traceback, exit 1.
+    with pytest.raises(SystemExit) as stop:
+        main(["--draws", draws])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--draws >= 1" in err.splitlines()[-1] and "Traceback" not in err
+
+
 def test_power_store_that_does_not_exist_is_an_error_not_an_empty_store(tmp_path, capsys):
     missing = tmp_path / "no-such-store"
     with pytest.raises(SystemExit) as stop:

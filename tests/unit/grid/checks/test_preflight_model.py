@@ -77,6 +77,16 @@ def test_a_folder_with_only_config_json_has_no_weights(tmp_path):
     assert "*.safetensors" in line
 
 
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", "\xff\xfe"])
+def test_a_config_json_that_is_not_a_json_object_is_refused(tmp_path, text):
+    # The adversarial pass (2026-12-07): it passed preflight and launched an engine that failed.
+    folder = model_folder(tmp_path / "models", TINY, {})
+    (folder / "config.json").write_bytes(text.encode("latin-1"))
+    [line] = problems(tmp_path)
+    assert line.startswith(f"model 'tiny': its config.json at {folder / 'config.json'} ")
+    assert "so the engine would not start" in line
+
+
 @pytest.mark.parametrize("weights", ["model.safetensors", "pytorch_model.bin", "model.gguf", "model.pt"])
 def test_each_weights_format_counts(tmp_path, weights):
     model_folder(tmp_path / "models", TINY, {}, weights=weights)
