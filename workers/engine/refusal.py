@@ -47,6 +47,13 @@ MODEL_LINES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"SafetensorError: (.+)"),
         "a weights file of the model is damaged ({0})",
     ),
+    (
+        # vLLM reads each .safetensors header itself before loading (transformers_utils/utils.py); a
+        # damaged file fails there with what its first 8 bytes made of the header's length: MemoryError,
+        # struct.error (a file under 8 bytes), a JSON or UTF-8 error (found by scripts/adversarial.py).
+        re.compile(r"in parse_safetensors_file_metadata\n(?:[ \t].*\n)*(\w[\w.]*(?:Error|error)\b.*)"),
+        "a weights file of the model is damaged (vLLM could not read its safetensors header: {0})",
+    ),
 )
 # argparse's refusal of the command line: 'api_server.py: error: unrecognized arguments: --x 3'.
 ARGUMENTS = re.compile(r"^[\w.\- ]+: error: (.+)$", re.M)

@@ -25,12 +25,27 @@ REFUSED = {
     "too_long": "vLLM refused its configuration (ModelConfig: User-specified max_model_len (16384) is "
     "greater than the derived max_model_len (max_position_embeddings=8192.0",
     "bad_spec": "vLLM refused its configuration (SpeculativeConfig: method: Input should be 'ngram', ",
+    # scripts/adversarial.py, 2026-12-07: a garbage model.safetensors was retried on a second engine.
+    "damaged_weights": "a weights file of the model is damaged (vLLM could not read its safetensors "
+    "header: MemoryError)",
 }
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_each_stored_refusal_is_named_from_the_log(name):
     assert (read_refusal(LOGS / f"{name}.log") or "").startswith(REFUSED[name])
+
+
+def test_a_weights_file_under_8_bytes_is_named_damaged():
+    tail = (
+        '  File "/venv/vllm/transformers_utils/utils.py", line 112, in parse_safetensors_file_metadata\n'
+        '    length_of_metadata = struct.unpack("<Q", f.read(8))[0]\n'
+        "struct.error: unpack requires a buffer of 8 bytes\n"
+    )
+    assert refusal(tail) == (
+        "a weights file of the model is damaged (vLLM could not read its safetensors header: "
+        "struct.error: unpack requires a buffer of 8 bytes)"
+    )
 
 
 def test_a_start_that_died_or_stopped_without_vllms_refusal_is_not_named():
