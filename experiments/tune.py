@@ -33,6 +33,7 @@ import dataclasses
 import functools
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -418,11 +419,35 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> Sizing:
     return Sizing(record["grid_overrides"], list(fit.stages))
 
 
+def writable_out_dir(out_dir: str, model_name: str) -> Path:
+    """out_dir/<model>/, checked before any engine starts and without writing: its nearest existing
+    folder must be a folder this process may write into, so a tune whose outputs cannot be written
+    (out_dir=/proc/x, a read-only disk, a file in the way) is refused at once, not after hours."""
+    folder = project_path(out_dir) / model_name
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    problem = ""
+    if not existing.is_dir():
+        problem = f"{existing} is not a folder"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        problem = f"{existing} is not writable"
+    elif existing != folder and existing.resolve().is_relative_to("/proc"):
+        problem = f"{existing} takes no new folders"  # /proc answers W_OK to root, then refuses mkdir
+    if problem:
+        raise ConfigError(
+            f"out_dir={out_dir}: {problem}; point out_dir at a writable folder (default results/tune)"
+        )
+    return folder
+
+
 def tune(overrides: list[str], console: Console | None = None, replay: bool = False) -> int:
     """Run the procedure (or, with replay, re-decide from a store that holds one tune's cells)."""
     cfg = compose_tune(overrides)
     grid_cfg = compose_config([f"experiment={cfg.experiment}", *cfg.grid_overrides])
     model = catalog_of(grid_cfg).load(ModelSpec, cfg.model)
+    if not replay:
+        writable_out_dir(cfg.out_dir, model.name)
     # Before sizing, which simulates hundreds of tunes: a tune that cannot run is refused at once.
     if not replay and not grid_cfg.grid.anchor.enabled:
         raise ConfigError(

@@ -478,7 +478,7 @@ def path_name_cases() -> list[Case]:
             "path-tune-out-dir",
             "path-name",
             ("-m", "experiments.tune", "model=tiny", "out_dir=/proc/advescape"),
-            timeout_s=45,  # not refused today: the tune starts (experiments/tune.py, another engineer's)
+            timeout_s=45,
         ),
         Case("path-assets-only-dotdot", "path-name", ("-m", "assets", "--only", "../../x")),
         Case(

@@ -38,3 +38,14 @@ def test_stages_of_one_repeat_are_refused_before_anything_runs(monkeypatch):
     monkeypatch.setattr(tune_module, "procedure", lambda t: pytest.fail("the procedure ran"))
     with pytest.raises(ConfigError, match=r"the stages run grid.repeats=1: .* at least 2 repeats"):
         tune_module.tune(["model=tiny", 'grid_overrides=["grid.anchor.enabled=true","grid.repeats=1"]'])
+
+
+@pytest.mark.parametrize("out_dir", ["/proc/x", "{file}/sub"])
+def test_an_out_dir_that_cannot_be_written_is_refused_before_anything_runs(out_dir, tmp_path, monkeypatch):
+    """Found by scripts/adversarial.py: out_dir=/proc/x started the tune, which could only fail at its end."""
+    a_file = tmp_path / "plain"
+    a_file.write_text("")
+    monkeypatch.setattr(tune_module, "procedure", lambda t: pytest.fail("the procedure ran"))
+    with pytest.raises(ConfigError, match=r"out_dir=.*point out_dir at a writable folder"):
+        args = [f"out_dir={out_dir.format(file=a_file)}", 'grid_overrides=["grid.anchor.enabled=true"]']
+        tune_module.tune(["model=tiny", *args])
