@@ -89,14 +89,29 @@ def moto_server() -> Iterator[str]:
 
 
 def store_options(endpoint: str) -> dict[str, str]:
-    """paths.store_options for the local server (no credentials: those are in the environment)."""
-    return {"endpoint_override": endpoint, "scheme": "http", "region": "us-east-1"}
+    """paths.store_options for the local server (no credentials: those are in the environment).
+
+    Timeouts of seconds, not the AWS SDK's 3 s without a byte: the server runs in the tests' own
+    box, and a fresh clone's CI at load average 15+ starved it past 3 s (a driver of
+    test_two_drivers stopped on `NETWORK_CONNECTION ... Less than 1 bytes/sec transferred the last
+    3 seconds`, 2026-12-07). The store's own handling of a store that does not answer is tested
+    apart (no server at the endpoint)."""
+    return {"endpoint_override": endpoint, "scheme": "http", "region": "us-east-1",
+            "request_timeout": "30", "connect_timeout": "10"}  # fmt: skip
+
+
+def pyarrow_options(endpoint: str) -> dict[str, object]:
+    """store_options as pyarrow's S3FileSystem takes them (the timeouts as seconds, not strings)."""
+    options: dict[str, object] = dict(store_options(endpoint))
+    for key in ("request_timeout", "connect_timeout"):
+        options[key] = float(str(options[key]))
+    return options
 
 
 def new_bucket(endpoint: str) -> str:
     """Create a fresh bucket and return its name."""
     name = f"lever-{uuid.uuid4().hex[:12]}"
-    fs = pafs.S3FileSystem(**store_options(endpoint), allow_bucket_creation=True)
+    fs = pafs.S3FileSystem(**pyarrow_options(endpoint), allow_bucket_creation=True)
     fs.create_dir(name)
     return name
 

@@ -11,7 +11,7 @@ import pytest
 
 from grid.__main__ import main
 from store.fs import open_store
-from tests.s3server import new_bucket, options_override, store_options
+from tests.s3server import new_bucket, options_override, pyarrow_options, store_options
 from tests.unit.grid.cli.test_compare import SA, SB, write_side
 
 PLANTED = "s3://AKIAPLANTED:SECRETPLANTED@bucket/x"
@@ -54,7 +54,7 @@ def test_an_s3_store_with_nothing_under_its_prefix_is_exit_2_and_one_line(comman
         "paths.store_options (a store is the prefix `python -m grid run` wrote)"
     ]
     # Nothing was written into the missing prefix (`report` wrote an empty page there).
-    fs = pafs.S3FileSystem(**store_options(s3_endpoint))
+    fs = pafs.S3FileSystem(**pyarrow_options(s3_endpoint))
     assert fs.get_file_info(pafs.FileSelector(bucket, recursive=True)) == []
 
 
