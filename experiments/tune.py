@@ -33,7 +33,6 @@ import dataclasses
 import functools
 import json
 import math
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -77,6 +76,7 @@ from grid.config.catalog import catalog_of
 from grid.config.compose import compose_config
 from grid.orchestrate.run import make_console
 from grid.orchestrate.session import new_session_id
+from store.space import write_probe
 from vocab.errors import ConfigError, GridError
 from vocab.paths import project_path, store_path
 from vocab.schema import ModelSpec
@@ -420,24 +420,20 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> Sizing:
 
 
 def writable_out_dir(out_dir: str, model_name: str) -> Path:
-    """out_dir/<model>/, checked before any engine starts and without writing: its nearest existing
-    folder must be a folder this process may write into, so a tune whose outputs cannot be written
-    (out_dir=/proc/x, a read-only disk, a file in the way) is refused at once, not after hours."""
+    """out_dir/<model>/, checked before any engine starts: the store's own write probe (a temp file,
+    removed) in its nearest existing folder, so a tune whose outputs cannot be written (out_dir=/proc/x,
+    a read-only or full disk, a file in the way) is refused at once, not after hours; no folder is made."""
     folder = project_path(out_dir) / model_name
     existing = folder
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    problem = ""
-    if not existing.is_dir():
-        problem = f"{existing} is not a folder"
-    elif not os.access(existing, os.W_OK | os.X_OK):
-        problem = f"{existing} is not writable"
-    elif existing != folder and existing.resolve().is_relative_to("/proc"):
-        problem = f"{existing} takes no new folders"  # /proc answers W_OK to root, then refuses mkdir
-    if problem:
+    try:
+        write_probe(existing)
+    except OSError as exc:
         raise ConfigError(
-            f"out_dir={out_dir}: {problem}; point out_dir at a writable folder (default results/tune)"
-        )
+            f"out_dir={out_dir}: {existing} is not writable ({exc.strerror or type(exc).__name__}); "
+            "point out_dir at a writable folder (default results/tune)"
+        ) from None
     return folder
 
 
