@@ -16,5 +16,8 @@ if [ -f $run/done ]; then
   [ -d $run/out/tune-out ] && find $run/out/tune-out -type f -exec cp {} $OUT/ \;
   echo "done: rc $(cat $run/done); $(ls $OUT | tr '\n' ' ')"
 else
+  # What a noise run has so far (its JSON is rewritten after each launch): a machine taken back
+  # mid-run (2026-12-07) then loses only the launch in flight, not the whole run.
+  for f in launch-noise.json launch-noise.md; do [ -f $run/out/$f ] && cp $run/out/$f $OUT/; done
   echo "still running after $(( $(date +%s) - t0 )) s of polling: poll again now (the machine idles out in 30 s)"
 fi
