@@ -529,9 +529,12 @@ def issue_44_lines(rows: Sequence[Row]) -> list[str]:
 # stages=[van,suffix,kpad,confirm]). The K sweep (van, the incumbent and four K) and dynk (van, the
 # incumbent, dynk) are 9 of the 16 launches of each repeat of the whole tune. This is the default tune
 # of a one-GPU model at these noises: within its default budget (size.budget_gpu_h_per_gpu, 2 GPU-hours
-# per GPU) size.fit_stages leaves out dynk and best_k (experiments/tune.py fit_stages).
+# per GPU) size.fit_stages leaves out dynk and best_k (experiments/tune.py fit_stages). Each row's design
+# is the one the default tune sizes at that noise within 2 GPU-hours (tests/unit/experiments/
+# test_tune_fit.py holds them to it): 6 launches x 9 anchor runs at both, seeing +19.5 % at the H100's
+# noise and only +24.9 % at the target's, so the target row shows what the budget costs there.
 SHORT_STAGES = ("van", "suffix", "kpad", "confirm")
-BUDGET_ROWS = ((H100_MEASURED, 6, 9), (TARGET_LAUNCHES, 8, 9))
+BUDGET_ROWS = ((H100_MEASURED, 6, 9), (TARGET_LAUNCHES, 6, 9))
 
 
 def budget_rows(draws: int, power_draws: int, seed: int, workers: int, costs: LaunchCosts) -> list[Row]:
