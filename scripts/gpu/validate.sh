@@ -14,7 +14,7 @@
 # part `sessions` (issue 29 item 7): suffix K=8, bestkpad K=8 and dynk (K in {4,6,8}) on shared launches,
 # SESSIONS_REPEATS (8) blocks of code_complete over 2 launches, then each lever's repeat-0 cell on a
 # launch of its own (a second store, $HOME/store-sessions-fresh) to compare acceptance with the reset engine;
-# part `tune`: experiments.tune for SmolLM2 (stages $TUNE_STAGES, $TUNE_REPEATS repeats (3), one H200); run it again
+# part `tune`: experiments.tune for SmolLM2 (stages $TUNE_STAGES, $TUNE_REPEATS repeats: unset, it sizes itself); run it again
 # to resume (the store in $HOME/store-tune is the only state; carry it back with $OUT).
 # Everything lands in $OUT (store tables, engine logs, timings, the step's output in $OUT/<part>.log).
 # The step's timeout defaults to what is left of the device call (CALL_LIMIT_S, the call's
@@ -66,9 +66,14 @@ case $part in
       rc=$(( rc + $? ))
       [ -d $store-fresh ] && python3 scripts/gpu/export.py $store-fresh $OUT/fresh && tar czf $OUT/store-sessions-fresh.tgz -C $HOME store-sessions-fresh
       (exit $rc) ;;
-  tune) timeout $STEP_TIMEOUT_S python3 -m experiments.tune model=tiny experiment=gpu_validate \
-         "stages=${TUNE_STAGES:-[van,kpad,confirm]}" out_dir=$HOME/tune-out \
-         "grid_overrides=['cluster=device_h200','paths.data_dir=.gpu/data','paths.store=$store','grid.repeats=${TUNE_REPEATS:-3}','grid.anchor.enabled=true'${TUNE_OVERRIDES:+,$TUNE_OVERRIDES}]" "$@"
+  # Unset TUNE_STAGES and TUNE_REPEATS: the tune sizes and fits itself (size.*: pass the noise measured
+  # after issue 44 item 1, e.g. size.sd_launch=0.039 size.sd_block=0.082, as arguments). Its sizing.json
+  # comes back with poll.sh; carried in as .gpu/sizing.json, a fresh machine resumes with the same design.
+  tune) mkdir -p $HOME/tune-out/tiny
+       [ -f .gpu/sizing.json ] && [ ! -f $HOME/tune-out/tiny/sizing.json ] && cp .gpu/sizing.json $HOME/tune-out/tiny/
+       timeout $STEP_TIMEOUT_S python3 -m experiments.tune model=tiny experiment=gpu_validate \
+         ${TUNE_STAGES:+"stages=$TUNE_STAGES"} out_dir=$HOME/tune-out \
+         "grid_overrides=['cluster=device_h200','paths.data_dir=.gpu/data','paths.store=$store','grid.anchor.enabled=true'${TUNE_REPEATS:+,'grid.repeats=$TUNE_REPEATS'}${TUNE_OVERRIDES:+,$TUNE_OVERRIDES}]" "$@"
        rc=$?; [ -d $HOME/tune-out ] && cp -r $HOME/tune-out $OUT/; (exit $rc) ;;
 esac
 rc=$?
