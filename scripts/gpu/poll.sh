@@ -2,8 +2,8 @@
 # On the device: wait up to $1 s (default 540) for the step detach.sh started, print the end of its
 # output, and once it has ended copy what comes back into $OUT. The device returns at most 8 files:
 # the store's tarball (every table and log; scripts/gpu/export.py reads it here too), the step's
-# log, rc.txt, gpus.csv, engine_logs.txt, the noise part's launch-noise.json and .md, and a tune's
-# final.yaml, serve.sh and decisions.md.
+# log, rc.txt, gpus.csv, engine_logs.txt, the noise part's launch-noise.json and .md, the compile
+# caches (compile-cache.tgz) and a tune's outputs (tune-out.tgz).
 run=$HOME/detached
 limit=${1:-540}
 t0=$(date +%s)
@@ -11,9 +11,12 @@ t0=$(date +%s)
 while [ ! -f $run/done ] && [ $(( $(date +%s) - t0 )) -lt "$limit" ]; do sleep 5; done
 tail -c 8000 $run/run.log
 if [ -f $run/done ]; then
-  for f in rc.txt gpus.csv engine_logs.txt launch-noise.json launch-noise.md; do [ -f $run/out/$f ] && cp $run/out/$f $OUT/; done
+  for f in rc.txt gpus.csv engine_logs.txt launch-noise.json launch-noise.md compile-cache.tgz; do
+    [ -f $run/out/$f ] && cp $run/out/$f $OUT/
+  done
   cp $run/out/store-*.tgz $run/out/*.log $OUT/ 2>/dev/null
-  [ -d $run/out/tune-out ] && find $run/out/tune-out -type f -exec cp {} $OUT/ \;
+  # A tune's outputs as one file (the device returns at most 8): final.yaml, serve.sh, decisions.md, sizing.json.
+  [ -d $run/out/tune-out/tiny ] && tar czf $OUT/tune-out.tgz -C $run/out/tune-out/tiny .
   echo "done: rc $(cat $run/done); $(ls $OUT | tr '\n' ' ')"
 else
   # What a noise run has so far (its JSON is rewritten after each launch): a machine taken back

@@ -27,6 +27,9 @@ source scripts/gpu/install.sh || exit 1
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $OUT/gpus.csv
 python3 -c "from pathlib import Path; from assets import smollm2, dummy_models
 m = Path('.cache/models'); smollm2.ensure(m); dummy_models.ensure(m)" || exit 1
+# A compile cache carried in (.gpu/compile-cache.tgz, an earlier machine's $OUT): vLLM's, inductor's and
+# Triton's caches (paths.cache_dir), so a fresh machine's first engine starts warm (~50 s, not ~160 s).
+mkdir -p .cache && [ -f .gpu/compile-cache.tgz ] && tar xzf .gpu/compile-cache.tgz -C .cache
 store=$HOME/store-$part
 # A store carried in from an earlier machine (.gpu/store-<part>.tgz, from $OUT): resume from it.
 [ ! -d "$store" ] && [ -f .gpu/store-$part.tgz ] && tar xzf .gpu/store-$part.tgz -C $HOME
@@ -67,10 +70,11 @@ case $part in
       [ -d $store-fresh ] && python3 scripts/gpu/export.py $store-fresh $OUT/fresh && tar czf $OUT/store-sessions-fresh.tgz -C $HOME store-sessions-fresh
       (exit $rc) ;;
   # Unset TUNE_STAGES and TUNE_REPEATS: the tune sizes and fits itself (size.*: pass the noise measured
-  # after issue 44 item 1, e.g. size.sd_launch=0.039 size.sd_block=0.082, as arguments). Its sizing.json
-  # comes back with poll.sh; carried in as .gpu/sizing.json, a fresh machine resumes with the same design.
+  # after issue 44 item 1, e.g. size.sd_launch=0.039 size.sd_block=0.082, as arguments). Its outputs come
+  # back with poll.sh as tune-out.tgz; carried in as .gpu/tune-out.tgz, its sizing.json resumes the tune on
+  # a fresh machine at the same design.
   tune) mkdir -p $HOME/tune-out/tiny
-       [ -f .gpu/sizing.json ] && [ ! -f $HOME/tune-out/tiny/sizing.json ] && cp .gpu/sizing.json $HOME/tune-out/tiny/
+       [ -f .gpu/tune-out.tgz ] && [ ! -f $HOME/tune-out/tiny/sizing.json ] && tar xzf .gpu/tune-out.tgz -C $HOME/tune-out/tiny ./sizing.json
        timeout $STEP_TIMEOUT_S python3 -m experiments.tune model=tiny experiment=gpu_validate \
          ${TUNE_STAGES:+"stages=$TUNE_STAGES"} out_dir=$HOME/tune-out \
          "grid_overrides=['cluster=device_h200','paths.data_dir=.gpu/data','paths.store=$store','grid.anchor.enabled=true'${TUNE_REPEATS:+,'grid.repeats=$TUNE_REPEATS'}${TUNE_OVERRIDES:+,$TUNE_OVERRIDES}]" "$@"
@@ -83,3 +87,6 @@ echo "rc=$rc wall_s=$(( $(date +%s) - start ))" | tee $OUT/rc.txt
 [ -d "$store" ] && python3 scripts/gpu/export.py "$store" "$OUT"
 # The whole store too: the next run (on this machine or a fresh one) resumes from it.
 [ -d "$store" ] && tar czf $OUT/store-$part.tgz -C $HOME store-$part
+# The compile caches for the next machine (carry it in as .gpu/compile-cache.tgz).
+dirs=$(cd .cache && ls -d vllm inductor triton 2>/dev/null | tr '\n' ' ')
+[ -n "$dirs" ] && tar czf $OUT/compile-cache.tgz -C .cache $dirs && du -h $OUT/compile-cache.tgz
