@@ -140,7 +140,7 @@ def test_w4a4_is_priced_where_the_model_has_a_quantised_variant():
     assert any("grid.levers=[van,bestkpad,w4a4]" in stage for stage in quantized)
 
 
-@pytest.mark.parametrize("noise", ["H100_MEASURED", "TARGET_LAUNCHES"])
+@pytest.mark.parametrize("noise", ["H100_MEASURED", "TARGET_LAUNCHES", "H100_SUFFIX_MEASURED"])
 def test_make_powers_budget_rows_are_the_designs_the_default_tune_sizes_at_their_noise(tmp_path, noise):
     # make power labels these rows "the default tune on one GPU": each must be the design (launches per
     # stage, anchor runs) and the stage list the tune sizes at that noise within its 2 GPU-hours, or the
