@@ -24,6 +24,8 @@ _LOAD_FIELDS_NOT_IN_KEY = ("allow_repeats", "pin_cpus")
 # Engine fields added later: left out of the key at their default, so every
 # existing key stays as it was.
 _ENGINE_DEFAULTS_NOT_IN_KEY = {"compilation": {}, "cudagraph_capture_floor": 512}
+# Load fields added later, likewise.
+_LOAD_DEFAULTS_NOT_IN_KEY = {"warmup_ignore_eos": False}
 KEY_CHARS = 16
 
 
@@ -58,6 +60,9 @@ def load_identity(load: LoadSpec, repeat: int) -> dict[str, Any]:
     fields = asdict(load)
     for name in _LOAD_FIELDS_NOT_IN_KEY:
         fields.pop(name)
+    for name, default in _LOAD_DEFAULTS_NOT_IN_KEY.items():
+        if fields[name] == default:
+            fields.pop(name)
     if repeat:
         fields["prompt_seed"] = load.seed + repeat
     return fields

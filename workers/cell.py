@@ -21,7 +21,7 @@ from workers.engine.process import Engine
 from workers.engine.reset import hook_window_columns, read_hook_counters
 from workers.engine.served import ServedPrompts
 from workers.engine.tree import EngineProcess, http_errors, names, rejected_line, server_error_line
-from workers.load.client import LoopLag, RequestRecord, Target, run_load, run_measured, run_sync
+from workers.load.client import LoopLag, RequestRecord, Target, run_load, run_measured, run_sync, warmup_load
 from workers.load.probe import ProbeError, ProbeRow, run_probe
 from workers.load.prompts import Prompt, cell_schedule, check_planned, corpus_file, probe_prompts, read_corpus
 from workers.phases import PhaseClock
@@ -132,7 +132,8 @@ def run_cell(
     processes = engine_processes(engine)
     pins = apply_pins(processes, cell.load.pin_cpus)
     stage.name = "warm-up"
-    warmup = run_sync(run_load(target, plan.warmup, cell.load, phase="warmup")) if plan.warmup else []
+    warm_load = warmup_load(cell.load)  # to max_tokens where load.warmup_ignore_eos asks for full waves
+    warmup = run_sync(run_load(target, plan.warmup, warm_load, phase="warmup")) if plan.warmup else []
     check_answers(engine, warmup, stage.name)
     clock.lap("warmup")
     marks = LogMarks.before_window(cell, engine, warmed=bool(plan.warmup))

@@ -65,8 +65,10 @@ def start_for(model: ModelSpec, plan: PlanConfig) -> tuple[float, str]:
 
 
 def cell_output_tokens(cell: Cell, plan: PlanConfig) -> float:
+    """Output tokens of the whole cell: a warm-up run to max_tokens (load.warmup_ignore_eos) fills it."""
     load = cell.load
-    return (load.num_prompts + load.warmup_requests) * load.max_tokens * plan.output_fill
+    warmup_fill = 1.0 if load.warmup_ignore_eos else plan.output_fill
+    return (load.num_prompts * plan.output_fill + load.warmup_requests * warmup_fill) * load.max_tokens
 
 
 def cell_measured_tokens(cell: Cell, plan: PlanConfig) -> float:

@@ -11,6 +11,7 @@ integers, so memory stays at a few bytes per chunk however long the run.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -58,6 +59,12 @@ def request_body(target: Target, prompt: Prompt, load: LoadSpec) -> dict[str, An
     else:
         body["prompt"] = prompt_text(prompt)
     return body
+
+
+def warmup_load(load: LoadSpec) -> LoadSpec:
+    """The load the warm-up goes out with: the cell's, run to max_tokens where load.warmup_ignore_eos
+    asks for full waves (the measured load keeps its own ignore_eos)."""
+    return dataclasses.replace(load, ignore_eos=True) if load.warmup_ignore_eos else load
 
 
 def prompt_text(prompt: Prompt) -> str:

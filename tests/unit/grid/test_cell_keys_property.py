@@ -22,6 +22,7 @@ loads = st.builds(
     temperature=st.floats(0, 2, allow_nan=False),
     seed=st.integers(0, 2**31),
     ignore_eos=st.booleans(),
+    warmup_ignore_eos=st.booleans(),
 )
 models = st.builds(
     ModelSpec, name=names, path=names, tp=st.integers(1, 8), dtype=st.sampled_from(["auto", "bfloat16"])
@@ -56,6 +57,7 @@ MUTATIONS = [
     ("load", "concurrency", lambda v: v + 1),
     ("load", "temperature", lambda v: v + 0.5),
     ("load", "ignore_eos", lambda v: not v),
+    ("load", "warmup_ignore_eos", lambda v: not v),
     ("corpus", "path", lambda v: v + "x"),
     ("corpus", "endpoint", lambda v: "chat" if v == "completions" else "completions"),
     ("engine_spec.model", "path", lambda v: v + "x"),
@@ -133,3 +135,15 @@ def test_keys_match_in_a_fresh_interpreter_with_another_hash_seed():
     )
     assert out.stdout.strip() == cell.key
     assert json.dumps(cell.key) == f'"{cell.key}"' and len(cell.key) == 16
+
+
+def test_load_fields_added_later_leave_every_existing_key_as_it_was():
+    # load.warmup_ignore_eos (issue 44) is in the key only when set: a store written before it resumes
+    # with the same keys. These are the keys this cell had at fe23899, before the field.
+    spec = EngineSpec(
+        ModelSpec(name="m", path="p"), LeverSpec(name="suffix", spec_method="suffix"), 8, EngineConfig()
+    )
+    corpus = CorpusSpec(name="c", path="c.jsonl")
+    assert [Cell(spec, corpus, LoadSpec(), r).key for r in (0, 2)] == ["234e4336f7c10b67", "f01b6c425ea6d862"]
+    full = Cell(spec, corpus, LoadSpec(warmup_ignore_eos=True), 0)
+    assert full.key != "234e4336f7c10b67"
