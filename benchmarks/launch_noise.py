@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.decision import t_quantile
 from benchmarks.crosscheck_engine import grid_engine, harness_run
 from benchmarks.crosscheck_levers import (
     CPU_OVERRIDES,
@@ -246,6 +247,39 @@ def summary(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def runs_by_pair(runs: Sequence[dict[str, Any]], setting: str, lever: str, reader: str) -> dict[tuple, float]:
+    """One setting's runs of `lever` by (client, slice, launch number): one reader's figure each."""
+    return {
+        (r.get("client"), r.get("slice"), r["launch"]): v
+        for r in runs
+        if r["setting"] == setting and r["lever"] == lever and (v := figure_of(r, reader))
+    }
+
+
+def level_ratios(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each later setting's throughput over the first setting's, per lever and reader: runs paired by
+    client, slice and launch number (the ABBA order gives each launch number one launch per setting,
+    and launch numbers go on across calls), the geometric mean of the pairs' ratios with a 90 %
+    t-interval over them. A level is not a spread: a setting that frees the engine's cores can move a
+    lever's throughput a long way and its launch sd hardly at all."""
+    settings = list(dict.fromkeys(r["setting"] for r in runs))
+    rows: list[dict[str, Any]] = []
+    for lever in dict.fromkeys(r["lever"] for r in runs):
+        for other in settings[1:]:
+            for reader in FIGURES:
+                first = runs_by_pair(runs, settings[0], lever, reader)
+                then = runs_by_pair(runs, other, lever, reader)
+                logs = [math.log(then[key] / first[key]) for key in first if key in then]
+                if len(logs) < 2:
+                    continue
+                mean = statistics.fmean(logs)
+                half = t_quantile(0.95, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+                rows.append({"lever": lever, "setting": other, "over": settings[0], "reader": reader,
+                             "pairs": len(logs), "ratio": math.exp(mean), "lo": math.exp(mean - half),
+                             "hi": math.exp(mean + half)})  # fmt: skip
+    return rows
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 
@@ -253,8 +287,11 @@ def pct(sd: float | None, df: int) -> str:
     return "-" if sd is None else f"{100 * sd:.1f} ({df})"
 
 
-def markdown(rows: Sequence[dict[str, Any]], launches: Sequence[dict[str, Any]]) -> str:
-    """The components table, then a line per launch (ready seconds, cache state, GC pauses)."""
+def markdown(
+    rows: Sequence[dict[str, Any]], launches: Sequence[dict[str, Any]], levels: Sequence[dict[str, Any]] = ()
+) -> str:
+    """The components table, a line per launch (ready seconds, cache state, GC pauses), then each later
+    setting's level over the first (level_ratios) where the runs hold two settings."""
     lines = [
         "| setting | lever | reader | launches | runs | tok/s (geo mean) | sd launch % (df) "
         "| sd block % (df) | sd of launch means % | sd launch, same slice % (df) |",
@@ -277,6 +314,14 @@ def markdown(rows: Sequence[dict[str, Any]], launches: Sequence[dict[str, Any]])
             f"| {x['setting']} | {x['lever']} | {x['launch']} | {x['ready_s']:.0f} | {cache_mb:,.1f} | "
             f"{gc_text} | {x['placement']['engine_cpus'] or x['placement']['note']} |"
         )
+    if levels:
+        lines += ["", "| lever | setting | over | reader | pairs | tok/s ratio (geo mean) | 90 % interval |"]
+        lines.append("|---|---|---|---|---|---|---|")
+        lines += [
+            f"| {x['lever']} | {x['setting']} | {x['over']} | {READERS[x['reader']]} | {x['pairs']} | "
+            f"{x['ratio']:.3f} | [{x['lo']:.3f}, {x['hi']:.3f}] |"
+            for x in levels
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -410,7 +455,8 @@ def out_paths() -> tuple[Path, Path] | None:
 def write(result: dict[str, Any], paths: tuple[Path, Path] | None) -> str:
     """The summary recomputed, both files rewritten; the Markdown returned."""
     result["summary"] = summary(result["runs"])
-    text = markdown(result["summary"], result["launches"])
+    result["levels"] = level_ratios(result["runs"])
+    text = markdown(result["summary"], result["launches"], result["levels"])
     if paths is not None:
         paths[0].write_text(json.dumps(result, indent=1))
         paths[1].write_text(text)
@@ -425,7 +471,7 @@ def replay(paths: Sequence[Path]) -> None:
         runs += [{**r, "source": i} for r in result["runs"]]
         launches += result["launches"]
     print(f"{len(runs)} runs from {', '.join(str(p) for p in paths)}\n")
-    print(markdown(summary(runs), launches))
+    print(markdown(summary(runs), launches, level_ratios(runs)))
 
 
 def configs_for(levers: Sequence[str], k: int, base: list[str]) -> dict[str, Any]:

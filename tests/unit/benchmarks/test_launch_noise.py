@@ -163,3 +163,38 @@ def test_the_same_slice_launch_sd_compares_a_slice_with_itself_across_launches()
     logs = [math.log(o) for o in offsets.values()]
     assert df == 4 and sd == pytest.approx(statistics.stdev(logs))  # the slices' content is not in it
     assert same_slice_launch_sd(runs, "bestkpad", "harness") == (None, 0)
+
+
+def test_a_setting_s_level_is_read_on_runs_paired_by_client_slice_and_launch():
+    # Slices differ 2x in content and launches by their own offsets; the second setting runs every pair
+    # 1.3x faster (up to +-2 % of noise). Paired, the ratio is the setting's alone; a run without a partner
+    # (slice 9, only under one setting) is left out, and one setting alone gives no level.
+    rng = random.Random(7)
+    offsets = {1: 1.0, 2: 1.15, 3: 0.85}
+    runs = [
+        {
+            "lever": "suffix",
+            "launch": n,
+            "client": client,
+            "slice": s,
+            "setting": setting,
+            "tok_s": (500.0 if s == 0 else 1000.0)
+            * o
+            * (1.3 if setting == "pinned" else 1.0)
+            * math.exp(rng.uniform(-0.02, 0.02)),
+            "window_tok_s": None,
+        }
+        for n, o in offsets.items()
+        for setting in ("base", "pinned")
+        for client, s in (("harness", 0), ("bench", 1))
+    ]
+    runs.append({"lever": "suffix", "launch": 1, "client": "bench", "slice": 9, "setting": "pinned",
+                 "tok_s": 99_999.0, "window_tok_s": None})  # fmt: skip
+    levels = {x["reader"]: x for x in ln.level_ratios(runs)}
+    assert set(levels) == {"harness", "bench"}  # no window figures: no row
+    for x in levels.values():
+        assert x["pairs"] == 3 and (x["setting"], x["over"]) == ("pinned", "base")
+        assert x["ratio"] == pytest.approx(1.3, rel=0.03) and 1.0 < x["lo"] < 1.3 < x["hi"]
+    assert ln.level_ratios([r for r in runs if r["setting"] == "base"]) == []
+    table = ln.markdown([], [], ln.level_ratios(runs))
+    assert f"| suffix | pinned | base | vllm bench serve | 3 | {levels['bench']['ratio']:.3f} | [" in table
