@@ -51,7 +51,12 @@ def wait_for_first_cell(inputs, driver: subprocess.Popen[str]) -> None:
     deadline = time.time() + 120
     while not ok_counts(inputs) and time.time() < deadline and driver.poll() is None:
         time.sleep(0.1)
-    assert ok_counts(inputs), "no cell stored before the signal"
+    if not ok_counts(inputs):
+        # A driver that ended before its first cell says why in its output (CI showed only its exit code).
+        said = driver.communicate(timeout=30)[0] if driver.poll() is not None else "(still running)"
+        raise AssertionError(
+            f"no cell stored before the signal; the driver (exit {driver.poll()}) said:\n{said[-3000:]}"
+        )
 
 
 # The resume reads only the store, which either signal leaves the same (interrupted cells), so it
