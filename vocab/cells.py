@@ -39,15 +39,17 @@ def stable_hash(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:KEY_CHARS]
 
 
+def without_defaults(fields: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """`fields` less the fields added later that still hold their default: older keys stay as they were."""
+    return {name: value for name, value in fields.items() if name not in defaults or value != defaults[name]}
+
+
 def engine_identity(engine: EngineConfig) -> dict[str, Any]:
     """The engine settings that affect results (the command and timeouts do not)."""
     fields = asdict(engine)
     for name in _ENGINE_FIELDS_NOT_IN_KEY:
         fields.pop(name)
-    for name, default in _ENGINE_DEFAULTS_NOT_IN_KEY.items():
-        if fields[name] == default:
-            fields.pop(name)
-    return fields
+    return without_defaults(fields, _ENGINE_DEFAULTS_NOT_IN_KEY)
 
 
 def load_identity(load: LoadSpec, repeat: int) -> dict[str, Any]:
@@ -60,9 +62,7 @@ def load_identity(load: LoadSpec, repeat: int) -> dict[str, Any]:
     fields = asdict(load)
     for name in _LOAD_FIELDS_NOT_IN_KEY:
         fields.pop(name)
-    for name, default in _LOAD_DEFAULTS_NOT_IN_KEY.items():
-        if fields[name] == default:
-            fields.pop(name)
+    fields = without_defaults(fields, _LOAD_DEFAULTS_NOT_IN_KEY)
     if repeat:
         fields["prompt_seed"] = load.seed + repeat
     return fields

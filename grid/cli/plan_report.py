@@ -92,7 +92,8 @@ def plan_summary(overrides: list[str]) -> dict[str, Any]:
         },
         "cost_model": {
             "formula": "(engine_start_s + (num_prompts + warmup_requests) x max_tokens x output_fill "
-            "/ rate per cell) x gpus; the drift anchor's two launches (grid.anchor) included",
+            "/ rate per cell) x gpus, a warm-up run to max_tokens (load.warmup_ignore_eos) at a fill of 1; "
+            "the drift anchor's two launches (grid.anchor) included",
             **asdict(config.plan),
             "load": asdict(config.load),
         },

@@ -2,7 +2,8 @@
 
 GPU-seconds of an engine group = (engine start + sum over its cells of
 output tokens / expected rate) x GPUs, where output tokens per cell =
-(num_prompts + warmup_requests) x max_tokens x output_fill. The rate is
+(num_prompts + warmup_requests) x max_tokens x output_fill, a warm-up run to max_tokens
+(load.warmup_ignore_eos) at a fill of 1. The rate is
 plan.rates[model], else the rate measured in the store (plan.measured_rates), else the
 model's expected_tok_per_s, else plan.default_tok_per_s; each figure says which one it
 used. The engine start is the model's measured one (plan.measured_start_s), else the one measured
