@@ -248,12 +248,14 @@ def summary(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def runs_by_pair(runs: Sequence[dict[str, Any]], setting: str, lever: str, reader: str) -> dict[tuple, float]:
-    """One setting's runs of `lever` by (client, slice, launch number): one reader's figure each."""
-    return {
-        (r.get("client"), r.get("slice"), r["launch"]): v
-        for r in runs
-        if r["setting"] == setting and r["lever"] == lever and (v := figure_of(r, reader))
-    }
+    """One setting's runs of `lever` by (client, slice, launch number): one reader's figure each. A key
+    held by several runs (pooled calls that each began at launch 1 under this setting) has no one
+    partner: it is left out, not paired with whichever run came last."""
+    found: dict[tuple, list[float]] = {}
+    for r in runs:
+        if r["setting"] == setting and r["lever"] == lever and (v := figure_of(r, reader)):
+            found.setdefault((r.get("client"), r.get("slice"), r["launch"]), []).append(v)
+    return {key: values[0] for key, values in found.items() if len(values) == 1}
 
 
 def level_ratios(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -198,3 +198,16 @@ def test_a_setting_s_level_is_read_on_runs_paired_by_client_slice_and_launch():
     assert ln.level_ratios([r for r in runs if r["setting"] == "base"]) == []
     table = ln.markdown([], [], ln.level_ratios(runs))
     assert f"| suffix | pinned | base | vllm bench serve | 3 | {levels['bench']['ratio']:.3f} | [" in table
+
+
+def test_pooled_calls_that_reuse_launch_numbers_pair_nothing_by_guess():
+    # Two calls that both began at launch 1 under one setting: (client, slice, launch) no longer names one
+    # run, so those pairs are left out; a launch number only one call ran still pairs.
+    def one(launch, setting, tok_s, source):
+        return {"lever": "suffix", "launch": launch, "client": "bench", "slice": 1, "setting": setting,
+                "tok_s": tok_s, "window_tok_s": None, "source": source}  # fmt: skip
+
+    runs = [one(1, "base", 100.0, 0), one(1, "pinned", 130.0, 0), one(1, "pinned", 900.0, 1)]
+    runs += [one(n, s, t, 0) for n in (2, 3) for s, t in (("base", 100.0), ("pinned", 120.0 + n))]
+    (bench,) = [x for x in ln.level_ratios(runs) if x["reader"] == "bench"]
+    assert bench["pairs"] == 2 and 1.2 < bench["ratio"] < 1.25
