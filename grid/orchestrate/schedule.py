@@ -22,6 +22,7 @@ import logging
 import os
 import re
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -45,6 +46,10 @@ from workers.runner import CellOutcome, RunContext, record_interrupted, record_l
 WAIT_S = 0.5
 # How long a stop waits for the cluster to kill actors or to let the driver go.
 CLEANUP_S = 10.0
+# A local cluster whose start times out on a starved host is started again, this many times in all,
+# after LOCAL_START_BACKOFF_S x the attempt number.
+LOCAL_START_ATTEMPTS = 3
+LOCAL_START_BACKOFF_S = 5.0
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -190,14 +195,22 @@ def sweep_agents(timeout_s: float = 5.0) -> list[int]:
     procs = []
     for pid in orphaned_agents():
         with contextlib.suppress(psutil.Error):
-            proc = psutil.Process(pid)
+            procs.append(psutil.Process(pid))
+    return end_processes(procs, timeout_s)
+
+
+def end_processes(procs: list[psutil.Process], timeout_s: float) -> list[int]:
+    """SIGTERM each, SIGKILL what is still alive after timeout_s; the pids that were signalled."""
+    signalled = []
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
             proc.terminate()
-            procs.append(proc)
-    _, alive = psutil.wait_procs(procs, timeout=timeout_s)
+            signalled.append(proc)
+    _, alive = psutil.wait_procs(signalled, timeout=timeout_s)
     for proc in alive:
         with contextlib.suppress(psutil.Error):
             proc.kill()
-    return [proc.pid for proc in procs]
+    return [proc.pid for proc in signalled]
 
 
 # Ray (2.5x+) logs "Token authentication is enabled for this Ray cluster" on starting a local cluster.
@@ -231,12 +244,58 @@ def init_ray(ray_cfg: RayConfig) -> list[int]:
 
 def connect(address: str) -> None:
     """ray.init as a run calls it. A caller that connects this way first (tests/engine's one local
-    cluster for its in-process runs) keeps its Ray: a run neither starts another nor ends it."""
-    # A local cluster binds to loopback: it serves this machine only.
-    local = {"_node_ip_address": "127.0.0.1"} if address == "local" else {}
-    if address == "local":
-        quiet_token_notice()
-    ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False, **local)
+    cluster for its in-process runs) keeps its Ray: a run neither starts another nor ends it.
+    A local start that times out (a starved host, start_timed_out) is tried again, up to
+    LOCAL_START_ATTEMPTS in all, after ending what the failed start left running."""
+    if address != "local":
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        return
+    quiet_token_notice()
+    for attempt in range(1, LOCAL_START_ATTEMPTS + 1):
+        before = {proc.pid for proc in psutil.Process().children(recursive=True)}
+        try:
+            ray.init(
+                address=address,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+                _node_ip_address="127.0.0.1",  # a local cluster serves this machine only
+            )
+            return
+        except Exception as exc:
+            if not start_timed_out(exc):
+                raise
+            # What the failed start left running (its GCS, agents) would hold ports and cores.
+            left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+            end_processes(left, timeout_s=5.0)
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            if attempt == LOCAL_START_ATTEMPTS:
+                raise RuntimeError(
+                    f"the local Ray cluster did not start in {LOCAL_START_ATTEMPTS} tries ({exc}); on a "
+                    "busy host Ray's raylet gives its agents only 15 s (ray-project/ray#65983): free some "
+                    "cores, or start a cluster with `ray start --head` and pass ray.address"
+                ) from exc
+            print(
+                f"the local Ray cluster did not start ({exc}); trying again ({attempt + 1} of "
+                f"{LOCAL_START_ATTEMPTS})",
+                file=sys.stderr,
+            )
+            time.sleep(LOCAL_START_BACKOFF_S * attempt)
+
+
+def start_timed_out(exc: BaseException) -> bool:
+    """Is this ray.init's error for a local node whose raylet or GCS did not come up in time?
+
+    A starved host can make the raylet die at start (its fixed 15 s wait for the dashboard agent's
+    port file, ray-project/ray#65983); ray.init then says the node "timed out during startup"
+    (Ray's node.py) or times out waiting for the node's object store (services.wait_for_node).
+    Such a start can succeed on the next try; any other error is the caller's to fix.
+    """
+    text = str(exc)
+    return "timed out during startup" in text or (
+        isinstance(exc, TimeoutError) and "waiting for node to startup" in text
+    )
 
 
 def bundle(group: EngineGroup, ray_cfg: RayConfig) -> dict[str, float]:
