@@ -10,7 +10,8 @@ Noise model (lognormal, per run = per engine launch), per session (one tune stag
     ln tok/s = ln(mu * (1 + effect(lever))) + O + D * t + L + e
     O ~ N(0, session^2)   one offset shared by every run of the session (between-session term)
     D ~ N(0, drift^2)     the session's drift from its start anchor (t = 0) to its end anchor (t = 1)
-    L ~ N(0, launch^2)    one per engine launch: a lever at one K in one repeat is a launch
+    L ~ N(0, launch^2)    one per engine launch (a lever named in lever_launch: its own sigma):
+                          a lever at one K in one repeat is a launch
                           (grid.repeat_order=interleaved: launch = repeat), which serves every
                           corpus of that repeat, so its corpora share L; each anchor run is a
                           launch of its own. 0 in the rows that model every run as independent.
@@ -61,6 +62,23 @@ class ProcedureNoise:
     drift: float
     session: float
     launch: float = 0.0
+    # Levers whose launches move by their own sigma, (lever, sigma) pairs; every other lever's launch,
+    # van's and the anchor's, by `launch`. Measured launch terms differ by lever (a drafting lever's
+    # host work moves with the launch), so one sigma for all either flatters or punishes the others.
+    lever_launch: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.lever_launch and self.launch <= 0:
+            raise ValueError(f"{self.name}: lever_launch needs launch > 0 (a model with launches)")
+
+    def launch_of(self, lever: str) -> float:
+        """The sigma of one launch of `lever` (van's and the anchor's: `launch`)."""
+        return dict(self.lever_launch).get(lever, self.launch)
+
+    @property
+    def max_launch(self) -> float:
+        """The largest launch sigma of any lever: what a one-sigma sizing (size.sd_launch) is given."""
+        return max([self.launch, *(sigma for _, sigma in self.lever_launch)])
 
 
 # analysis.power's default model, and the H200 tune of 2026-12-01's measured spread (SmolLM2 on
@@ -222,7 +240,7 @@ class SimulatedSessions:
         for r in range(repeats):
             for lever, k in specs if r % 2 == 0 else specs[::-1]:
                 # One launch per (lever, K, repeat) serves every corpus of the repeat.
-                launch = self.rng.normal(0.0, self.noise.launch) if self.noise.launch > 0 else 0.0
+                launch = self.rng.normal(0.0, self.noise.launch_of(lever)) if self.noise.launch > 0 else 0.0
                 for corpus in corpora:
                     t = (j + 1) / (n_runs + 1)
                     j += 1

@@ -140,7 +140,9 @@ def test_w4a4_is_priced_where_the_model_has_a_quantised_variant():
     assert any("grid.levers=[van,bestkpad,w4a4]" in stage for stage in quantized)
 
 
-@pytest.mark.parametrize("noise", ["H100_MEASURED", "TARGET_LAUNCHES", "H100_SUFFIX_MEASURED"])
+@pytest.mark.parametrize(
+    "noise", ["H100_MEASURED", "TARGET_LAUNCHES", "H100_SUFFIX_MEASURED", "H100_PER_LEVER_MEASURED"]
+)
 def test_make_powers_budget_rows_are_the_designs_the_default_tune_sizes_at_their_noise(tmp_path, noise):
     # make power labels these rows "the default tune on one GPU": each must be the design (launches per
     # stage, anchor runs) and the stage list the tune sizes at that noise within its 2 GPU-hours, or the
@@ -149,7 +151,7 @@ def test_make_powers_budget_rows_are_the_designs_the_default_tune_sizes_at_their
 
     row = next(r for r in pp.BUDGET_ROWS if r[0] is getattr(pp, noise))
     spec = row[0]
-    sizing, _, record = sized(tmp_path, f"size.sd_launch={spec.launch}", f"size.sd_block={spec.lever}")
+    sizing, _, record = sized(tmp_path, f"size.sd_launch={spec.max_launch}", f"size.sd_block={spec.lever}")
     assert tuple(sizing.stages) == pp.SHORT_STAGES
     assert (record["design"]["launches"], record["design"]["blocks"]) == (row[1], 1)
     assert f"grid.anchor.runs={row[2]}" in record["grid_overrides"]
