@@ -260,6 +260,19 @@ def launch_costs(overrides: Sequence[str] = H200_PLAN) -> LaunchCosts:
 SIM_DRIFT, SIM_SESSION = 0.02, 0.05
 
 
+def sized_model(noise: SizedNoise) -> ProcedureNoise:
+    """The noise model a sizing's simulated tunes run under: van's launch sd (the anchor's runs are van
+    launches) and each other lever's own where the store measured them, else sd_launch for all."""
+    by_lever = dict(noise.lever_launch)
+    launch = by_lever.pop("van", noise.sd_launch)
+    if launch <= 0 and by_lever:  # ProcedureNoise draws per-lever launches only with a launch term
+        launch = 1e-9
+    return ProcedureNoise(
+        "sized", noise.sd_block, noise.sd_block, SIM_DRIFT, SIM_SESSION, launch,
+        lever_launch=tuple(by_lever.items()) if launch > 0 else (),
+    )  # fmt: skip
+
+
 def simulated_deploy_rate(
     gain: float,
     noise: SizedNoise,
@@ -273,7 +286,7 @@ def simulated_deploy_rate(
     """How often whole simulated tunes (experiments.procedure_power: the tune's own stages, decisions,
     drift band, equivalence gate and deploy rule) deploy a drafting lever that is `gain` faster, at
     `launches` repeats per stage (a launch each), under `noise`, running `stages` (the tune's)."""
-    model = ProcedureNoise("sized", noise.sd_block, noise.sd_block, SIM_DRIFT, SIM_SESSION, noise.sd_launch)
+    model = sized_model(noise)
     cfg = tune_config(stages=stages, gate=gate)
     found = outcomes(model, dict.fromkeys(DRAFTING, gain), launches, draws, seed, cfg=cfg,
                      gate=GATE_ON if gate else None, anchor_runs=anchor_runs)  # fmt: skip

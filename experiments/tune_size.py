@@ -16,10 +16,12 @@ launches. Levers that share a launch with their incumbent (grid.engine_reuse=sha
 launch term cancel; the formula ignores that, so it reads conservative for them.
 
 The noise: the store's variance components for this model (analysis/variance.py via
-grid.plan.groups.sds_from_store) where it can estimate both terms, else the prior `size.sd_launch`,
-`size.sd_block` (the H200 record's host-bound SmolLM2 spread by default), said so. The cost: each
-stage's grid priced by `grid plan`'s model (grid/plan/hours.py) at two designs; a stage's GPU-hours
-are linear in launches and in blocks, so two prices give its per-launch and per-block terms exactly.
+grid.plan.groups.lever_sds_from_store: the formula takes the root mean square over the levers, the
+simulated check each lever's own launch term) where it can estimate both terms, else the prior
+`size.sd_launch`, `size.sd_block` (the H200 record's host-bound SmolLM2 spread by default), said so.
+The cost: each stage's grid priced by `grid plan`'s model (grid/plan/hours.py) at two designs; a
+stage's GPU-hours are linear in launches and in blocks, so two prices give its per-launch and
+per-block terms exactly.
 """
 
 from __future__ import annotations
@@ -91,6 +93,9 @@ class Noise:
     sd_launch: float
     sd_block: float
     source: str  # where the figures come from, in words
+    # Each lever's own launch sd where the store measured it, (lever, sd) pairs: the formula takes
+    # sd_launch (their root mean square), the simulated tune (verify_draws) each lever's own.
+    lever_launch: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -300,18 +305,18 @@ def verified_design(
 def noise_for(store: str, model: str, levers: Sequence[str], spec: SizeSpec) -> Noise:
     """The store's variance components of `model` (the root mean square over `levers`) where it can
     estimate both terms, else the prior (spec.sd_launch, spec.sd_block), and where each came from."""
-    from grid.plan.groups import sds_from_store
+    from grid.plan.groups import lever_sds_from_store
     from store.fs import StoreError as FsStoreError
     from vocab.errors import GridError
 
     prior = f"prior size.sd_launch={spec.sd_launch:g}, size.sd_block={spec.sd_block:g}"
     try:
-        launch, block, words = sds_from_store(store, model, list(levers))
+        launch, block, words, by_lever = lever_sds_from_store(store, model, list(levers))
     except (GridError, FsStoreError, OSError, ValueError) as exc:
         return Noise(spec.sd_launch, spec.sd_block, f"{prior}: no store read ({type(exc).__name__})")
     if math.isnan(launch) or math.isnan(block):
         return Noise(spec.sd_launch, spec.sd_block, f"{prior} (the store cannot estimate both: {words})")
-    return Noise(launch, block, f"measured: {words}")
+    return Noise(launch, block, f"measured: {words}", tuple(sorted(by_lever.items())))
 
 
 def tune_costs(stage_overrides: Sequence[Sequence[str]], blocks_allowed: bool) -> Costs:

@@ -84,6 +84,16 @@ def launch_split(
 def sds_from_store(path: str, model: str | None, levers: list[str]) -> tuple[float, float, str]:
     """(sd_launch, sd_block, words): the root mean square over `levers` (of `model`) of the
     store's variance components (analysis/variance.py); NaN where the store cannot estimate one."""
+    return lever_sds_from_store(path, model, levers)[:3]
+
+
+def lever_sds_from_store(
+    path: str, model: str | None, levers: list[str]
+) -> tuple[float, float, str, dict[str, float]]:
+    """sds_from_store's three, and each lever's own launch sd (the root mean square over its K): the
+    launch term differs by lever (a drafting lever's host work moves with the launch), and a tune
+    that simulates its design (experiments.tune_size) can give each lever its own. A lever whose
+    launch term the store cannot estimate is left out of the dict."""
     from analysis.power import components_from_store
 
     table = components_from_store(path)
@@ -91,11 +101,18 @@ def sds_from_store(path: str, model: str | None, levers: list[str]) -> tuple[flo
     if model is not None:
         rows = rows[rows["model"] == model]
     if rows.empty:
-        return math.nan, math.nan, f"no variance components for {levers} in {path}"
+        return math.nan, math.nan, f"no variance components for {levers} in {path}", {}
     launch = math.sqrt(float((rows["sd_launch"] ** 2).mean()))
     block = math.sqrt(float((rows["sd_block"] ** 2).mean()))
+    by_lever = {
+        str(lever): math.sqrt(float((group["sd_launch"] ** 2).mean()))
+        for lever, group in rows.groupby("lever", sort=True)
+    }
+    by_lever = {lever: sd for lever, sd in by_lever.items() if math.isfinite(sd)}
     labels = ", ".join(f"{r.lever} k{r.k}" for r in rows.itertuples())
-    return launch, block, f"sd_launch {launch:.4f}, sd_block {block:.4f} from {labels} in {path}"
+    each = ", ".join(f"{lever} {sd:.4f}" for lever, sd in by_lever.items())
+    words = f"sd_launch {launch:.4f} ({each}), sd_block {block:.4f} from {labels} in {path}"
+    return launch, block, words, by_lever
 
 
 def main(argv: list[str] | None = None) -> int:

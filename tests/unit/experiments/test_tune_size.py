@@ -202,3 +202,48 @@ def test_the_design_is_checked_on_the_stages_the_tune_runs(tmp_path, monkeypatch
     monkeypatch.setattr(pp, "outcomes", lambda *a, **k: found.append(k["cfg"].stages) or [])
     pp.simulated_deploy_rate(0.2, Noise(0.05, 0.1, "t"), 3, 2, True, 1, stages=("van", "suffix", "confirm"))
     assert found == [["van", "suffix", "confirm"]]
+
+
+def test_the_store_gives_each_lever_its_own_launch_sd_and_the_simulated_check_runs_under_them(monkeypatch):
+    # The H100 measured 6.4 % for van, 14.3 % for suffix, 3.9 % for bestkpad: the formula takes their
+    # root mean square, the tune's simulated check each lever's own (van's for the anchor's runs).
+    import pandas as pd
+
+    import analysis.power
+
+    table = pd.DataFrame(
+        [("smol", "van", 0, 0.064, 0.09), ("smol", "suffix", 4, 0.143, 0.09),
+         ("smol", "bestkpad", 8, 0.039, 0.08), ("smol", "bestkpad", 4, 0.039, 0.08),
+         ("other", "suffix", 4, 0.5, 0.5)],
+        columns=["model", "lever", "k", "sd_launch", "sd_block"],
+    )  # fmt: skip
+    monkeypatch.setattr(analysis.power, "components_from_store", lambda path: table)
+    noise = noise_for("store", "smol", ["van", "suffix", "bestkpad"], SizeSpec())
+    assert dict(noise.lever_launch) == pytest.approx({"van": 0.064, "suffix": 0.143, "bestkpad": 0.039})
+    rows = [0.064, 0.143, 0.039, 0.039]
+    assert noise.sd_launch == pytest.approx(math.sqrt(sum(x * x for x in rows) / 4))
+    assert "suffix 0.1430" in noise.source and noise.source.startswith("measured")
+
+    model = pp.sized_model(noise)
+    assert model.launch == pytest.approx(0.064)
+    assert model.launch_of("suffix") == pytest.approx(0.143) and model.launch_of("bestkpad") == pytest.approx(
+        0.039
+    )
+
+    seen = []
+
+    def outcomes(model, effects, n, draws, seed, **kw):
+        seen.append(model)
+        return []
+
+    monkeypatch.setattr(pp, "outcomes", outcomes)
+    simulated_deploy_rate(0.2, noise, 6, 9, True, 1)
+    assert seen == [model]
+
+
+def test_a_prior_or_a_store_without_per_lever_terms_runs_one_launch_sd_for_all():
+    prior = Noise(0.118, 0.10, "prior")
+    assert pp.sized_model(prior).launch == 0.118 and pp.sized_model(prior).lever_launch == ()
+    # A store whose van launch term came out 0 (the ANOVA clips at 0) still gives suffix its own.
+    clipped = pp.sized_model(Noise(0.1, 0.1, "measured", (("suffix", 0.14), ("van", 0.0))))
+    assert 0 < clipped.launch < 1e-6 and clipped.launch_of("suffix") == 0.14
