@@ -73,7 +73,7 @@ from grid.config.expand import expand, to_config
 from grid.orchestrate.session import gpu_entry
 from grid.plan.groups import group_by_engine
 from vocab.paths import project_path
-from workers.load.client import Target
+from workers.load.client import Target, warmup_load
 from workers.load.prompts import Prompt, load_corpus
 from workers.runner import engine_processes
 from workers.signals.gpu_telemetry import load_nvml, visible_indices
@@ -142,10 +142,13 @@ def arm_table(levers: Sequence[str], settings: Sequence[Setting]) -> dict[str, t
 
 
 def warmup_plan(setting: Setting, load: Any) -> tuple[int, Any]:
-    """(warm-up requests, the load they go out with): a wave is load.concurrency full-length requests."""
+    """(warm-up requests, the load they go out with): a wave is load.concurrency full-length requests,
+    sent as the grid sends a warm-up under load.warmup_ignore_eos (workers.load.client.warmup_load)."""
     if setting.warmup_waves == 0:
         return load.warmup_requests, load
-    return setting.warmup_waves * load.concurrency, dataclasses.replace(load, ignore_eos=True)
+    return setting.warmup_waves * load.concurrency, warmup_load(
+        dataclasses.replace(load, warmup_ignore_eos=True)
+    )
 
 
 def warmup_head(load: Any) -> int:
@@ -393,7 +396,7 @@ def run_launch(
     engine.env = engine_env(engine.env, setting, tmp / f"cold-{lever}-{launch}")
     cache_before = {name: dir_bytes(Path(engine.env[name])) for name in CACHE_ENV}
     load = config.load
-    warmup_n, warmup_load = warmup_plan(setting, load)
+    warmup_n, warm_load = warmup_plan(setting, load)
     rows = []
     with engine:
         assert engine.ready_s is not None
@@ -401,7 +404,7 @@ def run_launch(
         pins = apply_pins(engine_processes(engine), setting.pin)
         target, bench_args = readers(spec, endpoint, project_path(config.paths.models_dir))
         if warmup_n:
-            harness_run(target, head[:warmup_n], warmup_load)  # not counted: prompts no block measures
+            harness_run(target, head[:warmup_n], warm_load)  # not counted: prompts no block measures
         for slot in slot_list:
             if setting.client_gc_freeze:
                 gc.collect()
@@ -423,7 +426,7 @@ def run_launch(
             "note": pins.reason or None,
         },
     }
-    resolved = resolved_values(setting, warmup_n, warmup_load)
+    resolved = resolved_values(setting, warmup_n, warm_load)
     return [{**row, "setting": record["setting"], "resolved": resolved} for row in rows], record
 
 

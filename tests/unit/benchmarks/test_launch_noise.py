@@ -1,5 +1,6 @@
 """Variance components of benchmarks/launch_noise.py on synthetic records with known terms; no engine."""
 
+import dataclasses
 import math
 import random
 import statistics
@@ -8,6 +9,7 @@ import pytest
 
 from benchmarks import launch_noise as ln
 from vocab.schema import LoadSpec
+from workers.load.client import warmup_load
 
 
 def balanced(launch_effects, block_offsets, mu=6.907755278982137):
@@ -106,6 +108,10 @@ def test_warmup_plan_is_full_length_waves():
     assert ln.warmup_plan(ln.Setting(), load) == (5, load)
     n, warm = ln.warmup_plan(ln.resolve_setting("warmup2"), load)
     assert n == 16 and warm.ignore_eos and warm.concurrency == 8
+    # The grid's own full-wave warm-up (load.warmup_ignore_eos=true, warmup_requests = 2 x concurrency)
+    # sends the very same requests: what the records measured is what a user turns on.
+    grid = dataclasses.replace(load, warmup_ignore_eos=True, warmup_requests=16)
+    assert grid.warmup_requests == n and warmup_load(grid) == dataclasses.replace(warm, warmup_requests=16)
     assert ln.warmup_head(load) == 16
 
 
