@@ -73,7 +73,10 @@ class ProcedureNoise:
 
     def launch_of(self, lever: str) -> float:
         """The sigma of one launch of `lever` (van's and the anchor's: `launch`)."""
-        return dict(self.lever_launch).get(lever, self.launch)
+        for name, sigma in self.lever_launch:  # a pair or two: no dict per draw in the simulation's loop
+            if name == lever:
+                return sigma
+        return self.launch
 
     @property
     def max_launch(self) -> float:

@@ -266,7 +266,10 @@ def level_ratios(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     client, slice and launch number (the ABBA order gives each launch number one launch per setting,
     and launch numbers go on across calls), the geometric mean of the pairs' ratios with a 90 %
     t-interval over them. A level is not a spread: a setting that frees the engine's cores can move a
-    lever's throughput a long way and its launch sd hardly at all."""
+    lever's throughput a long way and its launch sd hardly at all. The interval takes each pair as one
+    draw, though a launch number's pairs (NOISE_ROUNDS slices per reader) share their two launches: it
+    is not the by-launch interval the tune judges with (analysis.decision.judge_by_launch), and the
+    records give that one beside it."""
     settings = list(dict.fromkeys(r["setting"] for r in runs))
     rows: list[dict[str, Any]] = []
     for lever in dict.fromkeys(r["lever"] for r in runs):

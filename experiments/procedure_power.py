@@ -268,9 +268,8 @@ def sized_model(noise: SizedNoise) -> ProcedureNoise:
     if launch <= 0 and by_lever:  # ProcedureNoise draws per-lever launches only with a launch term
         launch = 1e-9
     return ProcedureNoise(
-        "sized", noise.sd_block, noise.sd_block, SIM_DRIFT, SIM_SESSION, launch,
-        lever_launch=tuple(by_lever.items()) if launch > 0 else (),
-    )  # fmt: skip
+        "sized", noise.sd_block, noise.sd_block, SIM_DRIFT, SIM_SESSION, launch, tuple(by_lever.items())
+    )
 
 
 def simulated_deploy_rate(

@@ -303,8 +303,9 @@ def verified_design(
 
 
 def noise_for(store: str, model: str, levers: Sequence[str], spec: SizeSpec) -> Noise:
-    """The store's variance components of `model` (the root mean square over `levers`) where it can
-    estimate both terms, else the prior (spec.sd_launch, spec.sd_block), and where each came from."""
+    """The store's variance components of `model` (the root mean square over `levers`, and each lever's
+    own launch term) where it can estimate both terms, else the prior (spec.sd_launch, spec.sd_block),
+    and where each came from."""
     from grid.plan.groups import lever_sds_from_store
     from store.fs import StoreError as FsStoreError
     from vocab.errors import GridError
