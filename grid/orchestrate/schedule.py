@@ -38,6 +38,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from grid.orchestrate.lease import CellLeases
 from grid.orchestrate.stop import Stop, Stopped
+from vocab.errors import GridError
 from vocab.groups import EngineGroup
 from vocab.schema import RayConfig
 from workers.runner import CellOutcome, RunContext, record_interrupted, record_lost, run_group
@@ -271,7 +272,7 @@ def connect(address: str) -> None:
             with contextlib.suppress(Exception):
                 ray.shutdown()
             if attempt == LOCAL_START_ATTEMPTS:
-                raise RuntimeError(
+                raise RayStartError(
                     f"the local Ray cluster did not start in {LOCAL_START_ATTEMPTS} tries ({exc}); on a "
                     "busy host Ray's raylet gives its agents only 15 s (ray-project/ray#65983): free some "
                     "cores, or start a cluster with `ray start --head` and pass ray.address"
@@ -282,6 +283,11 @@ def connect(address: str) -> None:
                 file=sys.stderr,
             )
             time.sleep(LOCAL_START_BACKOFF_S * attempt)
+
+
+class RayStartError(GridError, RuntimeError):
+    """The local Ray cluster did not start in LOCAL_START_ATTEMPTS tries: the command line says so in
+    one line with the fix (a GridError), not a traceback."""
 
 
 def start_timed_out(exc: BaseException) -> bool:
