@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.decision import t_quantile
+from benchmarks import proc_sample
 from benchmarks.crosscheck_engine import grid_engine, harness_run
 from benchmarks.crosscheck_levers import (
     CPU_OVERRIDES,
@@ -86,6 +87,7 @@ LOAD_KEYS = ("num_prompts", "warmup_requests", "max_tokens", "concurrency", "ign
 READERS = {"harness": "harness bench tok/s", "bench": "vllm bench serve", "window": "harness window"}
 # vllm/utils/gc_utils.py's GCDebugger line, one per collection (VLLM_GC_DEBUG=1).
 GC_LINE = re.compile(r"GC took ([0-9.]+)ms to complete")
+CPU_MHZ = re.compile(r"^cpu MHz\s*:\s*([0-9.]+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -295,6 +297,11 @@ def pct(sd: float | None, df: int) -> str:
     return "-" if sd is None else f"{100 * sd:.1f} ({df})"
 
 
+def number(value: float | None, spec: str, scale: float = 1.0) -> str:
+    """`value` times `scale` formatted, or '-' where a launch did not record it (older records)."""
+    return "-" if value is None else format(scale * value, spec)
+
+
 def markdown(
     rows: Sequence[dict[str, Any]], launches: Sequence[dict[str, Any]], levels: Sequence[dict[str, Any]] = ()
 ) -> str:
@@ -313,14 +320,17 @@ def markdown(
             f"{pct(r['sd_block'], r['df_block'])} | {means} | "
             f"{pct(r.get('sd_launch_same_slice'), r.get('df_launch_same_slice', 0))} |"
         )
-    lines += ["", "| setting | lever | launch | ready s | cache MB before | GC pauses (ms) | pinned |"]
-    lines.append("|---|---|---|---|---|---|---|")
+    lines += ["", "| setting | lever | launch | ready s | cache MB before | GC pauses (ms) | pinned "
+              "| ITL ms (blocks) | steal % (max) | CPU MHz |"]  # fmt: skip
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for x in launches:
         cache_mb = sum(x["cache_bytes_before"].values()) / 1e6
         gc_text = "-" if x["gc_pauses"] is None else f"{x['gc_pauses']} ({x['gc_pause_ms']:.1f})"
         lines.append(
             f"| {x['setting']} | {x['lever']} | {x['launch']} | {x['ready_s']:.0f} | {cache_mb:,.1f} | "
-            f"{gc_text} | {x['placement']['engine_cpus'] or x['placement']['note']} |"
+            f"{gc_text} | {x['placement']['engine_cpus'] or x['placement']['note']} | "
+            f"{number(x.get('mean_itl_ms'), '.3f')} | {number(x.get('steal_share_max'), '.2f', 100)} | "
+            f"{number(x.get('cpu_mhz'), ',.0f')} |"
         )
     if levels:
         lines += ["", "| lever | setting | over | reader | pairs | tok/s ratio (geo mean) | 90 % interval |"]
@@ -375,13 +385,34 @@ def engine_env(base: dict[str, str], setting: Setting, cold_dir: Path) -> dict[s
     return env
 
 
+def cpu_mhz() -> float | None:
+    """Mean current clock of the host's cores (MHz, /proc/cpuinfo); None where it is not reported."""
+    try:
+        found = [float(m.group(1)) for m in CPU_MHZ.finditer(Path("/proc/cpuinfo").read_text())]
+    except OSError:
+        return None
+    return round(statistics.fmean(found), 1) if found else None
+
+
+def host_reading(before: dict[str, list[int]], after: dict[str, list[int]]) -> dict[str, Any]:
+    """The host over one block: steal and busy shares of all cores (proc_sample's reading of the
+    /proc/stat deltas). A van engine of SmolLM2 is host-bound: a launch-wide slowdown that both readers
+    share could be the host's (a neighbour's steal, a slower core), which these columns tell apart."""
+    delta = {name: [a - b for a, b in zip(after[name], before[name], strict=True)]
+             for name in after if name in before}  # fmt: skip
+    summary = proc_sample.host_summary(delta)
+    return {key: summary[key] for key in ("steal_share", "busy_share") if key in summary}
+
+
 def measured_run(
     slot: Slot, target: Target, bench_args: dict[str, Any], load: Any, prompts: list[Prompt], tmp: Path
 ) -> dict[str, Any]:
-    """crosscheck_levers' run, between two readings of the GPU clocks."""
-    before = gpu_clocks()
+    """crosscheck_levers' run, between two readings of the GPU clocks and of the host's cores."""
+    before, cpu_before, mhz_before = gpu_clocks(), proc_sample.read_cpu_times(), cpu_mhz()
     row = run_one(slot, target, bench_args, load, prompts, tmp)
-    return {**row, "gpu_clocks_before": before, "gpu_clocks_after": gpu_clocks()}
+    host = host_reading(cpu_before, proc_sample.read_cpu_times())
+    return {**row, "gpu_clocks_before": before, "gpu_clocks_after": gpu_clocks(),
+            "host": {**host, "cpu_mhz_before": mhz_before, "cpu_mhz_after": cpu_mhz()}}  # fmt: skip
 
 
 def run_launch(
@@ -428,9 +459,25 @@ def run_launch(
             "client_cpus": cpu_list(pins.client) or None,
             "note": pins.reason or None,
         },
+        **launch_host(rows),
     }
     resolved = resolved_values(setting, warmup_n, warm_load)
     return [{**row, "setting": record["setting"], "resolved": resolved} for row in rows], record
+
+
+def launch_host(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A launch's blocks summed up: their mean inter-token gap (a launch-wide engine slowdown shows in
+    every block of the launch, whichever client reads it), the most steal any block saw, and the
+    host's mean core clock over the blocks."""
+    itls = [r["mean_itl_ms"] for r in rows if r.get("mean_itl_ms")]
+    hosts = [r.get("host") or {} for r in rows]
+    steals = [h["steal_share"] for h in hosts if h.get("steal_share") is not None]
+    mhz = [h[k] for h in hosts for k in ("cpu_mhz_before", "cpu_mhz_after") if h.get(k)]
+    return {
+        "mean_itl_ms": statistics.fmean(itls) if itls else None,
+        "steal_share_max": max(steals) if steals else None,
+        "cpu_mhz": statistics.fmean(mhz) if mhz else None,
+    }
 
 
 def resolved_values(setting: Setting, warmup_n: int, warmup_load: Any) -> dict[str, Any]:

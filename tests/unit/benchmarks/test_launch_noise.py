@@ -217,3 +217,27 @@ def test_pooled_calls_that_reuse_launch_numbers_pair_nothing_by_guess():
     runs += [one(n, s, t, 0) for n in (2, 3) for s, t in (("base", 100.0), ("pinned", 120.0 + n))]
     (bench,) = [x for x in ln.level_ratios(runs) if x["reader"] == "bench"]
     assert bench["pairs"] == 2 and 1.2 < bench["ratio"] < 1.25
+
+
+def test_host_reading_and_launch_host_tell_a_host_slowdown_apart():
+    # /proc/stat's cpu lines: user, nice, system, idle, iowait, irq, softirq, steal.
+    before = {"cpu": [100, 0, 0, 900, 0, 0, 0, 0], "cpu0": [50, 0, 0, 450, 0, 0, 0, 0]}
+    after = {"cpu": [300, 0, 0, 1500, 0, 0, 0, 200], "cpu0": [150, 0, 0, 750, 0, 0, 0, 100]}
+    # Deltas: 200 user, 600 idle, 200 steal of 1,000 ticks.
+    assert ln.host_reading(before, after) == {"steal_share": 0.2, "busy_share": 0.4}
+    rows = [
+        {
+            "mean_itl_ms": 2.0,
+            "host": {"steal_share": 0.01, "cpu_mhz_before": 2000.0, "cpu_mhz_after": 2200.0},
+        },
+        {"mean_itl_ms": 3.0, "host": {"steal_share": 0.2, "cpu_mhz_before": None, "cpu_mhz_after": 2400.0}},
+        {"mean_itl_ms": None},  # a block without the reading (older records) is left out, not zero
+    ]
+    assert ln.launch_host(rows) == {"mean_itl_ms": 2.5, "steal_share_max": 0.2, "cpu_mhz": 2200.0}
+    assert ln.launch_host([]) == {"mean_itl_ms": None, "steal_share_max": None, "cpu_mhz": None}
+    launch = {"setting": "base", "lever": "van", "launch": 1, "ready_s": 50.0, "cache_bytes_before": {},
+              "gc_pauses": None, "gc_pause_ms": None, "placement": {"engine_cpus": None, "note": "off"},
+              **ln.launch_host(rows[:2])}  # fmt: skip
+    assert "| off | 2.500 | 20.00 | 2,200 |" in ln.markdown([], [launch])
+    old = {k: v for k, v in launch.items() if k not in ("mean_itl_ms", "steal_share_max", "cpu_mhz")}
+    assert "| off | - | - | - |" in ln.markdown([], [old])
