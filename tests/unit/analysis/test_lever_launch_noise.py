@@ -19,7 +19,7 @@ from vocab.schema import ModelSpec
 QUIET = dict(van=1e-6, lever=1e-6, drift=0.0, session=0.0)
 
 
-def launch_sds(noise: ProcedureNoise, repeats: int = 400) -> dict[str, float]:
+def simulated_rows(noise: ProcedureNoise, repeats: int) -> list[dict]:
     sessions = SimulatedSessions(
         cfg=SessionCorpora(corpora=["c"]),
         model=ModelSpec(name="sim", path="sim"),
@@ -29,8 +29,12 @@ def launch_sds(noise: ProcedureNoise, repeats: int = 400) -> dict[str, float]:
         repeats=repeats,
     )
     sessions.stage("s", {"van": [], "suffix": [4], "bestkpad": [8]})
+    return sessions.rows
+
+
+def launch_sds(noise: ProcedureNoise, repeats: int = 400) -> dict[str, float]:
     by_lever: dict[str, list[float]] = {}
-    for row in sessions.rows:
+    for row in simulated_rows(noise, repeats):
         if row["anchor"] is None:
             by_lever.setdefault(row["lever"], []).append(math.log(row["output_tok_per_s"]))
     return {lever: statistics.stdev(values) for lever, values in by_lever.items()}
@@ -47,12 +51,17 @@ def test_a_lever_named_in_lever_launch_moves_by_its_own_sigma_the_others_by_laun
     assert noise.max_launch == 0.20
 
 
-def test_without_lever_launch_every_lever_shares_one_sigma_and_the_draws_are_unchanged():
-    # The field leaves the rows that do not use it drawn exactly as before (same stream, same values).
+def test_a_lever_named_at_the_shared_sigma_draws_exactly_as_without_the_field():
+    # The field leaves the rows that do not use it drawn exactly as before: naming a lever the stage
+    # runs (suffix) at the shared sigma must give the very same rows, value for value, so the field
+    # takes no extra draws from the stream and the older make power rows are unchanged.
     one = ProcedureNoise("one", **QUIET, launch=0.05)
-    same = ProcedureNoise("one", **QUIET, launch=0.05, lever_launch=(("dynk", 0.05),))
-    assert launch_sds(one) == launch_sds(same)
+    same = ProcedureNoise("one", **QUIET, launch=0.05, lever_launch=(("suffix", 0.05),))
+    assert simulated_rows(one, 20) == simulated_rows(same, 20)
     assert one.max_launch == 0.05
+    # and the comparison can fail: another sigma for suffix moves suffix's rows.
+    other = ProcedureNoise("one", **QUIET, launch=0.05, lever_launch=(("suffix", 0.06),))
+    assert simulated_rows(one, 20) != simulated_rows(other, 20)
 
 
 def test_lever_launch_without_a_launch_term_is_refused():
