@@ -445,21 +445,22 @@ H100_MEASURED = ProcedureNoise(
     "H100 measured (launch 3.9%, block 8.2%), offset 5%", 0.082, 0.082, 0.02, 0.05, launch=0.039
 )
 # suffix's noise measured after issue 44's item 1 on one H100, pinned and warmed up with two full waves
-# (docs/benchmarks/2026-12-07-h100-suffix-launch-noise.md): the harness's launch sd on the same slice
-# (14.3 %, 3 launches, df 2) and its window's block sd (9.3 %), taken as every arm's: the drafting levers'
-# comparisons pair suffix with van or bestkpad, and suffix is the noisier of the levers measured.
+# (docs/benchmarks/2026-12-07-h100-launch-noise-item1.md, 4 launches per setting): the harness's launch sd
+# on the same slice (11.1 %, df 4) and its window's block sd (8.0 %), taken as every arm's: the drafting
+# levers' comparisons pair suffix with van or bestkpad, and suffix is the noisiest of the levers measured.
+# (On its first 3 launches it read 14.3 % and 9.3 %: docs/benchmarks/2026-12-07-h100-suffix-launch-noise.md.)
 H100_SUFFIX_MEASURED = ProcedureNoise(
-    "H100 suffix measured (launch 14.3%, block 9.3%), offset 5%", 0.093, 0.093, 0.02, 0.05, launch=0.143
+    "H100 suffix measured (launch 11.1%, block 8.0%), offset 5%", 0.080, 0.080, 0.02, 0.05, launch=0.111
 )
 # Each lever's own launch term as measured on one H100 after issue 44's item 1 (pinned, two full waves of
 # warm-up): van's 6.4 % (docs/benchmarks/2026-12-07-h100-van-launch-noise.md, the harness on the same
 # slice, both settings pooled: they run van at one level, df 12; the anchor's runs are van launches),
-# suffix's 14.3 % (df 2) and bestkpad's 3.9 % (2026-12-06, df 4); the block term suffix's 9.3 % for all.
-# The tune sizes with one sigma (size.sd_launch); given the noisiest lever's it sizes 6 x 9, as at
+# suffix's 11.1 % (df 4) and bestkpad's 3.9 % (2026-12-06, df 4); the block term suffix's 8.0 % for all.
+# The tune sizes with one sigma (size.sd_launch); given the noisiest lever's it sizes the design of
 # H100_SUFFIX_MEASURED: this row says what that design does when the other levers are quieter.
 H100_PER_LEVER_MEASURED = ProcedureNoise(
-    "H100 per lever measured (launch van 6.4%, suffix 14.3%, bestkpad 3.9%; block 9.3%), offset 5%",
-    0.093, 0.093, 0.02, 0.05, launch=0.064, lever_launch=(("suffix", 0.143), ("bestkpad", 0.039)),
+    "H100 per lever measured (launch van 6.4%, suffix 11.1%, bestkpad 3.9%; block 8.0%), offset 5%",
+    0.080, 0.080, 0.02, 0.05, launch=0.064, lever_launch=(("suffix", 0.111), ("bestkpad", 0.039)),
 )  # fmt: skip
 # The designs experiments/tune_size.py sizes for a real +20 % (size.min_gain=0.2, the gpu_validate
 # plan on one H200, size.verify_draws=300, the pooled gate): (launches per stage, anchor runs) per noise.

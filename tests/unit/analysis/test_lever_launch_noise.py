@@ -1,7 +1,8 @@
 """Per-lever launch terms in the simulated sessions (analysis/simulated_sessions.ProcedureNoise.lever_launch).
 
-The H100 records measured different launch terms for different levers (van 6.4 %, suffix 14.3 %,
-bestkpad 3.9 %, same slice); a model with one launch sigma for all flatters or punishes the others.
+The H100 records measured different launch terms for different levers (van 6.4 %, suffix 11.1 %,
+bestkpad 3.9 %, same slice, 4 launches or more); a model with one launch sigma for all flatters or
+punishes the others.
 """
 
 from __future__ import annotations
