@@ -577,7 +577,14 @@ def launch(
         )
 
         # First: Ray's driver installs a SIGTERM handler of its own. A killed driver's agents go first.
-        if swept := init_ray(config.ray):
+        try:
+            swept = init_ray(config.ray)
+        except Exception:
+            # Nothing was launched: the session's record goes too, so the store holds no session that
+            # never ran (no cells, no end) for drift and `grid sessions` to count.
+            layout.session_file(ctx.session_id).unlink(missing_ok=True)
+            raise
+        if swept:
             progress.console.print(f"ray: ended {len(swept)} agents a killed driver left (pids {swept})")
         from grid.plan.store_costs import with_store_costs
 
