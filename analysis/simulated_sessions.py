@@ -13,8 +13,11 @@ Noise model (lognormal, per run = per engine launch), per session (one tune stag
     L ~ N(0, launch^2)    one per engine launch (a lever named in lever_launch: its own sigma):
                           a lever at one K in one repeat is a launch
                           (grid.repeat_order=interleaved: launch = repeat), which serves every
-                          corpus of that repeat, so its corpora share L; each anchor run is a
-                          launch of its own. 0 in the rows that model every run as independent.
+                          corpus of that repeat, so its corpora share L; a lever in
+                          corpus_launch_levers has a launch per corpus instead (the drafting
+                          levers under grid.engine_reuse=auto), each with its own L; each anchor
+                          run is a launch of its own. 0 in the rows that model every run as
+                          independent.
     e ~ N(0, van^2)       van and the anchor runs; N(0, lever^2) for every other lever: the run
                           to run term (with launch > 0: the block term inside one launch)
     runs in the grid's interleaved order: repeat r, then the levers (reversed on odd r), then corpora;
@@ -213,7 +216,13 @@ class SimulatedSessions:
     # more the band is the anchors' trend (analysis.drift), with 2 their difference.
     anchor_runs: int = 2
     gate: GateModel | None = None  # None: the gate is off (module doc)
-    launches: int = 0  # engine launches of measured cells (each serves every corpus of its repeat)
+    # Levers whose every corpus gets an engine launch of its own in a repeat (grid.engine_reuse=auto, the
+    # default, gives one to each lever that drafts from the engine's history: grid/config/expand.py
+    # fresh_per_corpus): each such cell draws its own launch term and counts a launch of one corpus.
+    # () models one launch per lever and repeat serving every corpus (grid.engine_reuse=per_spec).
+    corpus_launch_levers: tuple[str, ...] = ()
+    launches: int = 0  # engine launches of measured cells serving every corpus of their repeat
+    corpus_launches: int = 0  # engine launches of one corpus's measured cell (corpus_launch_levers)
     solo_launches: int = 0  # launches of one cell: the anchors, and van's replicates with the gate on
     verdict_rows: list[dict] = field(default_factory=list)
     _cells: dict[str, tuple[str, str, int, str, int, float]] = field(default_factory=dict)
@@ -242,9 +251,13 @@ class SimulatedSessions:
         j = 0
         for r in range(repeats):
             for lever, k in specs if r % 2 == 0 else specs[::-1]:
-                # One launch per (lever, K, repeat) serves every corpus of the repeat.
+                # One launch per (lever, K, repeat) serves every corpus of the repeat, or, for a lever in
+                # corpus_launch_levers, one per corpus (drawn below).
+                per_corpus = lever in self.corpus_launch_levers
                 launch = self.rng.normal(0.0, self.noise.launch_of(lever)) if self.noise.launch > 0 else 0.0
-                for corpus in corpora:
+                for c, corpus in enumerate(corpora):
+                    if per_corpus and c > 0 and self.noise.launch > 0:
+                        launch = self.rng.normal(0.0, self.noise.launch_of(lever))
                     t = (j + 1) / (n_runs + 1)
                     j += 1
                     sigma = self.noise.van if lever == "van" else self.noise.lever
@@ -267,7 +280,9 @@ class SimulatedSessions:
                             "output_tok_per_s": value,
                         }
                     )
-        self.launches += repeats * len(specs)
+        corpus_specs = sum(lever in self.corpus_launch_levers for lever, _ in specs)
+        self.launches += repeats * (len(specs) - corpus_specs)
+        self.corpus_launches += repeats * corpus_specs * len(corpora)
         self.solo_launches += runs
         positions = ["start", *(f"mid{i}" for i in range(1, runs - 1)), "end"]
         for i, (position, e) in enumerate(zip(positions, anchor, strict=True)):

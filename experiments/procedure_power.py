@@ -60,6 +60,11 @@ from grid.config.catalog import CONF_DIR, load_spec
 from vocab.schema import EquivalenceConfig, LeverSpec, ModelSpec
 
 DRAFTING = ("suffix", "bestkpad", "dynk")
+# The levers the tune's grid launches once per corpus in a repeat: grid.engine_reuse=auto (the tune's
+# and every shipped experiment's default but the shared ones) gives each lever that drafts from the
+# engine's history an engine per corpus (grid/config/expand.py fresh_per_corpus), so each of their
+# cells has a launch term of its own and a launch to pay for (tests/unit/experiments: the grid's).
+CORPUS_LAUNCH_LEVERS = DRAFTING
 MAX_FALSE_DEPLOY = 0.05
 MIN_POWER = 0.80
 # Processes that draw the tunes (each draws from its own seed: the figures do not depend on it).
@@ -110,6 +115,7 @@ class Outcome:
     confirm_hi: float
     launches: int = 0  # engine launches of the whole tune's measured cells
     solo_launches: int = 0  # and of its anchors and replicates (one cell each)
+    corpus_launches: int = 0  # and of one corpus's cell of a lever in CORPUS_LAUNCH_LEVERS
 
 
 def tune_config(
@@ -142,14 +148,15 @@ def simulate_once(
 ) -> Outcome:
     """One whole tune through experiments.tune's procedure, confirm and deployment."""
     t = SimulatedTune(cfg, model, "sim", Console(quiet=True), noise=noise, effects=effects, rng=rng,
-                      repeats=repeats, gate=gate, anchor_runs=anchor_runs)  # fmt: skip
+                      repeats=repeats, gate=gate, anchor_runs=anchor_runs,
+                      corpus_launch_levers=CORPUS_LAUNCH_LEVERS)  # fmt: skip
     final = procedure(t)
     confirmation = confirm(t, final)
     deployed, _ = deployment(t, final, confirmation)
     kept = sum(d.decision == KEEP for d in t.decisions)
     lo = confirmation.ci_lo if confirmation is not None else math.nan
     hi = confirmation.ci_hi if confirmation is not None else math.nan
-    return Outcome(deployed.lever, final.lever, kept, lo, hi, t.launches, t.solo_launches)
+    return Outcome(deployed.lever, final.lever, kept, lo, hi, t.launches, t.solo_launches, t.corpus_launches)
 
 
 def row_seed(seed: int, *names: str) -> np.random.SeedSequence:
@@ -238,9 +245,13 @@ class LaunchCosts:
     measured_h: float
     solo_h: float
     overrides: tuple[str, ...]
+    # One corpus's cell of a lever on its own launch (CORPUS_LAUNCH_LEVERS): what a drafting lever
+    # adds to a repeat, over the corpora, as `grid plan` prices it; NaN where not priced.
+    corpus_h: float = math.nan
 
     def tune_hours(self, o: Outcome) -> float:
-        return o.launches * self.measured_h + o.solo_launches * self.solo_h
+        corpus = o.corpus_launches * self.corpus_h if o.corpus_launches else 0.0
+        return o.launches * self.measured_h + o.solo_launches * self.solo_h + corpus
 
 
 # SmolLM2 (model tiny) on one H200 as gpu_validate loads it, at the H200 tune's measured van rate
@@ -250,10 +261,18 @@ H200_PLAN = ("experiment=gpu_validate", "grid.models=[tiny]", "grid.levers=[van]
 
 
 def launch_costs(overrides: Sequence[str] = H200_PLAN) -> LaunchCosts:
+    from grid.config.compose import compose_config
+    from grid.config.expand import to_config
     from grid.plan.hours import gpu_hours_at
 
     cells_h, anchors_h = gpu_hours_at(list(overrides), 1)
-    return LaunchCosts(cells_h, anchors_h / 2, tuple(overrides))
+    # A drafting lever's cells of one repeat, over van's: two repeats less one, so the gate's van
+    # replicates (repeat 0 only) are not counted in; split over the grid's corpora.
+    drafting = [*(o for o in overrides if not o.startswith("grid.levers=")), "grid.levers=[van,suffix]",
+                "+grid.ks.suffix=[8]"]  # fmt: skip
+    per_repeat_h = gpu_hours_at(drafting, 2)[0] - gpu_hours_at(drafting, 1)[0]
+    corpora = len(to_config(compose_config(list(overrides))).grid.corpora)
+    return LaunchCosts(cells_h, anchors_h / 2, tuple(overrides), (per_repeat_h - cells_h) / corpora)
 
 
 # The simulation's terms the store does not size (analysis/simulated_sessions.py: H200_LAUNCHES's).
@@ -333,7 +352,7 @@ def procedure_row(
         covered / len(confirmed) if confirmed else math.nan,
         draws,
         gate.name if gate else "off",
-        float(np.mean([o.launches + o.solo_launches for o in gain20])),
+        float(np.mean([o.launches + o.solo_launches + o.corpus_launches for o in gain20])),
         float(np.mean([costs.tune_hours(o) for o in gain20])) if costs else math.nan,
         power_draws,
         anchor_runs,
@@ -464,7 +483,7 @@ H100_PER_LEVER_MEASURED = ProcedureNoise(
 )  # fmt: skip
 # The designs experiments/tune_size.py sizes for a real +20 % (size.min_gain=0.2, the gpu_validate
 # plan on one H200, size.verify_draws=300, the pooled gate): (launches per stage, anchor runs) per noise.
-SIZED_20 = {TARGET_LAUNCHES.name: (7, 9), H200_LAUNCHES.name: (14, 9), H100_MEASURED.name: (6, 9)}
+SIZED_20 = {TARGET_LAUNCHES.name: (7, 9), H200_LAUNCHES.name: (11, 9), H100_MEASURED.name: (6, 9)}
 # Designs beside the sized one at issue 44's target noise (launches per stage, anchor runs): fewer
 # anchor runs, and fewer anchor runs bought back with a launch more, so the table shows the cheapest
 # that meets issue 44's targets and what it costs.
@@ -702,7 +721,8 @@ def main(argv: list[str] | None = None) -> int:
     print(procedure_table(rows))
     print(
         f"\nGPU-h: `grid plan` {' '.join(costs.overrides)}: {costs.measured_h:.4f} per launch of one"
-        f" repeat's cells (both corpora), {costs.solo_h:.4f} per anchor or replicate launch"
+        f" repeat's cells (both corpora), {costs.corpus_h:.4f} per drafting lever's launch of one corpus"
+        f" (grid.engine_reuse=auto), {costs.solo_h:.4f} per anchor or replicate launch"
     )
     print()
     print("\n".join(target_lines(rows)))

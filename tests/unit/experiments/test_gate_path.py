@@ -78,6 +78,10 @@ def test_a_keep_spends_less_of_the_budget_than_the_confirmation():
     assert confirm.decision == REJECT and "pooled over 1 session of this tune (78 prompts)" in confirm.reason
 
 
+# 150 tunes a cell: at a true 95 % the pooled gate's floor of 138 (92 %) fails about 1 % of the time.
+DRAWS = 150
+
+
 @pytest.fixture(scope="module")
 def forty_percent():
     """Whole simulated tunes at +40 % on every drafting lever (issue 44's target noise, 5 launches, 5
@@ -92,7 +96,7 @@ def forty_percent():
             cfg = pp.tune_config(gate=True)
             cfg.rules = dataclasses.replace(cfg.rules, pool_gate=pool)
             found = pp.outcomes(
-                pp.TARGET_LAUNCHES, pp._effects(0.40), 5, 60, 21, cfg=cfg, gate=gate, anchor_runs=5
+                pp.TARGET_LAUNCHES, pp._effects(0.40), 5, DRAWS, 21, cfg=cfg, gate=gate, anchor_runs=5
             )
             out[gate.name, pool] = sum(o.deployed in pp.DRAFTING for o in found)
     return out
@@ -100,13 +104,15 @@ def forty_percent():
 
 def test_a_real_forty_percent_lever_is_deployed_more_than_95_percent_with_the_pooled_gate(forty_percent):
     pooled, latest = forty_percent[pp.GATE_ON.name, True], forty_percent[pp.GATE_ON.name, False]
-    assert pooled >= 56  # of 60 (58 drawn); one session's verdict per look: 51
-    assert pooled >= latest + 4
+    # Drawn (each drafting lever's corpora on launches of their own, as the grid runs them): 142 of
+    # 150; one session's verdict per look: 137. 300 tunes at another seed: 95.3 % and 89.0 %.
+    assert pooled >= 138
+    assert pooled > latest
 
 
 def test_a_fast_lever_10_points_worse_is_caught_more_often_with_the_pooled_gate(forty_percent):
     pooled, latest = forty_percent["10 points worse", True], forty_percent["10 points worse", False]
-    assert pooled <= 8  # of 60 (5 drawn); one session's verdict per look: 12
+    assert pooled <= 12  # of 150 (7 drawn); one session's verdict per look: 53
     assert pooled < latest
 
 
