@@ -19,9 +19,9 @@ The noise: the store's variance components for this model (analysis/variance.py 
 grid.plan.groups.lever_sds_from_store: the formula takes the root mean square over the levers, the
 simulated check each lever's own launch term) where it can estimate both terms, else the prior
 `size.sd_launch`, `size.sd_block` (the H200 record's host-bound SmolLM2 spread by default), said so.
-The cost: each stage's grid priced by `grid plan`'s model (grid/plan/hours.py) at two designs; a
-stage's GPU-hours are linear in launches and in blocks, so two prices give its per-launch and
-per-block terms exactly.
+The cost: each stage's grid priced by `grid plan`'s model (grid/plan/hours.py) at three designs; a
+stage's GPU-hours are linear in launches and in blocks, plus what it launches once whatever the design
+(the gate's van replicates), so three prices give its per-launch, per-block and once terms exactly.
 """
 
 from __future__ import annotations
@@ -105,13 +105,16 @@ class Costs:
     per_launch_h: float
     per_block_h: float
     fixed_h: float  # the drift anchors' launches, whatever the design
+    # Launches each stage makes once whatever the design: van's replicates of repeat 0, a launch per
+    # corpus, that the equivalence gate judges the drafting levers against.
+    once_h: float = 0.0
 
     def gpu_h(self, launches: int, blocks: int) -> float:
-        return launches * (self.per_launch_h + blocks * self.per_block_h) + self.fixed_h
+        return launches * (self.per_launch_h + blocks * self.per_block_h) + self.fixed_h + self.once_h
 
     def with_anchor_runs(self, runs: int, priced_runs: int) -> Costs:
         """The same tune with `runs` anchor runs a session where these costs priced `priced_runs`."""
-        return Costs(self.per_launch_h, self.per_block_h, self.fixed_h * runs / priced_runs)
+        return Costs(self.per_launch_h, self.per_block_h, self.fixed_h * runs / priced_runs, self.once_h)
 
 
 @dataclass(frozen=True)
@@ -325,20 +328,24 @@ def tune_costs(stage_overrides: Sequence[Sequence[str]], blocks_allowed: bool) -
     by grid.plan.hours at two designs per stage (linear in launches and blocks: module doc)."""
     from grid.plan.hours import gpu_hours_at
 
-    per_launch = per_block = fixed = 0.0
+    per_launch = per_block = fixed = once = 0.0
     for overrides in stage_overrides:
+        # L launches of b blocks: L (A + b B) + F, F what the stage launches once (the gate's van
+        # replicates); three launches less two give A + B, two less twice that F.
         two_launches_h, anchors_h = gpu_hours_at(list(overrides), 2)
-        if blocks_allowed:  # L = 2 at b = 1 and b = 2: 2 (A + B) and 2 (A + 2 B)
+        three_launches_h, _ = gpu_hours_at(list(overrides), 3)
+        launch_and_block = three_launches_h - two_launches_h
+        once += two_launches_h - 2.0 * launch_and_block
+        if blocks_allowed:  # L = 2 at b = 2: 2 (A + 2 B) + F
             two_blocks_h, _ = gpu_hours_at([*overrides, "grid.launches_per_argv=2"], 4)
             block = (two_blocks_h - two_launches_h) / 2.0
-            launch = two_launches_h / 2.0 - block
+            launch = launch_and_block - block
         else:  # a launch per repeat: L (A + B), one term
-            three_launches_h, _ = gpu_hours_at(list(overrides), 3)
-            block, launch = 0.0, three_launches_h - two_launches_h
+            block, launch = 0.0, launch_and_block
         per_launch += launch
         per_block += block
         fixed += anchors_h
-    return Costs(per_launch, per_block, fixed)
+    return Costs(per_launch, per_block, fixed, once)
 
 
 def _design_overrides(launches: int, blocks: int, shared: bool) -> list[str]:

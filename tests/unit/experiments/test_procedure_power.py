@@ -245,7 +245,7 @@ def test_the_budget_rows_run_the_short_stages_and_say_whether_they_meet_issue_44
     table = pp.budget_table(rows).splitlines()
     by_noise = {line.split(" | ")[0].lstrip("| "): line for line in table[-len(pp.BUDGET_ROWS) :]}
     measured = by_noise[pp.H100_MEASURED.name]
-    assert measured.startswith(f"| {pp.H100_MEASURED.name} | 6 | 9 | 1.60 | 0.0% [0.0, 0.2] of 2,000 |")
+    assert measured.startswith(f"| {pp.H100_MEASURED.name} | 5 | 9 | 1.60 | 0.0% [0.0, 0.2] of 2,000 |")
     assert measured.endswith("| yes |") and by_noise[pp.TARGET_LAUNCHES.name].endswith("| no |")  # 2.4 GPU-h
     assert "the default tune on one GPU, fitted to its 2 GPU-hours" in table[0]
     said = pp.budget_target_lines(rows)

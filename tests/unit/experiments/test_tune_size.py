@@ -247,3 +247,22 @@ def test_a_prior_or_a_store_without_per_lever_terms_runs_one_launch_sd_for_all()
     # A store whose van launch term came out 0 (the ANOVA clips at 0) still gives suffix its own.
     clipped = pp.sized_model(Noise(0.1, 0.1, "measured", (("suffix", 0.14), ("van", 0.0))))
     assert 0 < clipped.launch < 1e-6 and clipped.launch_of("suffix") == 0.14
+
+
+def test_the_price_is_grid_plans_at_every_design_with_what_a_stage_launches_once():
+    # A stage's GPU-hours, L launches of one block: L x per launch + what it launches once (the gate's
+    # van replicates, a launch per corpus) + the anchors. Priced from two and three launches, the cost
+    # must give grid plan's price at four as well; without the once term it fell short by the
+    # replicates at every design (the sizer read 6 launches as 1.93 GPU-h, the simulated tunes 2.03).
+    from experiments.tune_size import tune_costs
+    from grid.plan.hours import gpu_hours_at
+
+    stage = ["experiment=gpu_validate", "grid.models=[tiny]", "grid.levers=[van,suffix]",
+             "+grid.ks.suffix=[8]", "grid.anchor.enabled=true", "+plan.rates.tiny=10165",
+             "cluster=device_h200"]  # fmt: skip
+
+    costs = tune_costs([stage], blocks_allowed=False)
+    cells_h, anchors_h = gpu_hours_at(stage, 4)
+    assert costs.gpu_h(4, 1) == pytest.approx(cells_h + anchors_h)
+    assert costs.once_h > 0  # the replicates are there to price
+    assert costs.with_anchor_runs(9, 2).once_h == costs.once_h  # more anchor runs, no more replicates
