@@ -65,6 +65,17 @@ DRAFTING = ("suffix", "bestkpad", "dynk")
 # engine's history an engine per corpus (grid/config/expand.py fresh_per_corpus), so each of their
 # cells has a launch term of its own and a launch to pay for (tests/unit/experiments: the grid's).
 CORPUS_LAUNCH_LEVERS = DRAFTING
+
+
+def corpus_launch_levers(engine_reuse: str) -> tuple[str, ...]:
+    """The levers a grid with `engine_reuse` launches once per corpus (grid/config/expand.py
+    fresh_per_corpus): the drafting levers under auto, every lever under per_corpus, none under
+    per_spec or shared (one launch serves every corpus of its repeat)."""
+    return {"auto": CORPUS_LAUNCH_LEVERS, "per_corpus": ("van", "w4a4", *CORPUS_LAUNCH_LEVERS)}.get(
+        engine_reuse, ()
+    )
+
+
 MAX_FALSE_DEPLOY = 0.05
 MIN_POWER = 0.80
 # Processes that draw the tunes (each draws from its own seed: the figures do not depend on it).
@@ -145,11 +156,14 @@ def simulate_once(
     rng: np.random.Generator,
     gate: GateModel | None = None,
     anchor_runs: int = 2,
+    per_corpus: tuple[str, ...] | None = None,
 ) -> Outcome:
-    """One whole tune through experiments.tune's procedure, confirm and deployment."""
+    """One whole tune through experiments.tune's procedure, confirm and deployment; `per_corpus` the
+    levers launched once per corpus (None: CORPUS_LAUNCH_LEVERS, the tune's grid.engine_reuse=auto)."""
+    levers = CORPUS_LAUNCH_LEVERS if per_corpus is None else per_corpus
     t = SimulatedTune(cfg, model, "sim", Console(quiet=True), noise=noise, effects=effects, rng=rng,
                       repeats=repeats, gate=gate, anchor_runs=anchor_runs,
-                      corpus_launch_levers=CORPUS_LAUNCH_LEVERS)  # fmt: skip
+                      corpus_launch_levers=levers)  # fmt: skip
     final = procedure(t)
     confirmation = confirm(t, final)
     deployed, _ = deployment(t, final, confirmation)
@@ -182,8 +196,9 @@ def pool_map(fn: Callable, tasks: Sequence, workers: int = WORKERS) -> list:
 
 
 def _simulate_task(task: tuple) -> Outcome:
-    cfg, model, noise, effects, repeats, seed, gate, anchor_runs = task
-    return simulate_once(cfg, model, noise, effects, repeats, np.random.default_rng(seed), gate, anchor_runs)
+    cfg, model, noise, effects, repeats, seed, gate, anchor_runs, per_corpus = task
+    rng = np.random.default_rng(seed)
+    return simulate_once(cfg, model, noise, effects, repeats, rng, gate, anchor_runs, per_corpus)
 
 
 @dataclass(frozen=True)
@@ -224,12 +239,15 @@ def outcomes(
     gate: GateModel | None = None,
     workers: int = WORKERS,
     anchor_runs: int = 2,
+    per_corpus: tuple[str, ...] | None = None,
 ) -> list[Outcome]:
     """`draws` whole tunes under `noise` with the true `effects`, at n repeats per stage, each from its
-    own child of `seed`."""
+    own child of `seed` (`per_corpus`: simulate_once's)."""
     cfg = cfg or tune_config(gate=gate is not None)
     model = ModelSpec(name="sim", path="sim", quantized_variant="sim-nvfp4" if w4a4 else None)
-    tasks = [(cfg, model, noise, dict(effects), n, s, gate, anchor_runs) for s in children(seed, draws)]
+    tasks = [
+        (cfg, model, noise, dict(effects), n, s, gate, anchor_runs, per_corpus) for s in children(seed, draws)
+    ]
     return pool_map(_simulate_task, tasks, workers)
 
 
@@ -300,14 +318,17 @@ def simulated_deploy_rate(
     draws: int,
     seed: int = 44,
     stages: Sequence[str] = STAGES,
+    engine_reuse: str = "auto",
 ) -> float:
     """How often whole simulated tunes (experiments.procedure_power: the tune's own stages, decisions,
     drift band, equivalence gate and deploy rule) deploy a drafting lever that is `gain` faster, at
-    `launches` repeats per stage (a launch each), under `noise`, running `stages` (the tune's)."""
+    `launches` repeats per stage (a launch each), under `noise`, running `stages` (the tune's), with
+    the launches its grid's `engine_reuse` makes (corpus_launch_levers)."""
     model = sized_model(noise)
     cfg = tune_config(stages=stages, gate=gate)
     found = outcomes(model, dict.fromkeys(DRAFTING, gain), launches, draws, seed, cfg=cfg,
-                     gate=GATE_ON if gate else None, anchor_runs=anchor_runs)  # fmt: skip
+                     gate=GATE_ON if gate else None, anchor_runs=anchor_runs,
+                     per_corpus=corpus_launch_levers(engine_reuse))  # fmt: skip
     return sum(o.deployed in DRAFTING for o in found) / draws
 
 

@@ -359,8 +359,11 @@ def size_stages(cfg: TuneConfig, model: ModelSpec, console: Console) -> Sizing:
         )
     formula, runs = design, grid_cfg.grid.anchor.runs
     gate = cfg.rules.require_equivalence
-    # The simulated tune runs this tune's stages (without the K sweep a gain has fewer chances to be kept).
-    rate = functools.partial(simulated_deploy_rate, stages=fit.stages)
+    # The simulated tune runs this tune's stages (without the K sweep a gain has fewer chances to be kept)
+    # and launches as its grid makes them (a drafting lever per corpus under grid.engine_reuse=auto).
+    rate = functools.partial(
+        simulated_deploy_rate, stages=fit.stages, engine_reuse=grid_cfg.grid.engine_reuse
+    )
     design, simulated = verified_design(design, gain, noise, costs, spec, runs, gate, rate,
                                         max_gpu_h=cap)  # fmt: skip
     extra: list[str] = []

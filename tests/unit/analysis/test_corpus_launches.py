@@ -100,3 +100,14 @@ def test_make_power_prices_a_per_corpus_launch_as_grid_plan_does():
     assert costs.measured_h / 2 < costs.corpus_h < costs.measured_h
     o = pp.Outcome("van", "van", 0, math.nan, math.nan, launches=3, solo_launches=2, corpus_launches=4)
     assert costs.tune_hours(o) == pytest.approx(3 * costs.measured_h + 2 * costs.solo_h + 4 * costs.corpus_h)
+
+
+def test_the_tunes_simulated_check_launches_as_its_grids_engine_reuse_does():
+    assert pp.corpus_launch_levers("auto") == pp.CORPUS_LAUNCH_LEVERS
+    assert pp.corpus_launch_levers("shared") == () and pp.corpus_launch_levers("per_spec") == ()
+    assert {"van", *pp.CORPUS_LAUNCH_LEVERS} <= set(pp.corpus_launch_levers("per_corpus"))
+    cfg = pp.tune_config(stages=pp.SHORT_STAGES, gate=True)
+    auto = pp.outcomes(pp.H100_MEASURED, {}, 3, 4, 5, cfg=cfg, gate=pp.GATE_ON, workers=1)
+    shared = pp.outcomes(pp.H100_MEASURED, {}, 3, 4, 5, cfg=cfg, gate=pp.GATE_ON, workers=1, per_corpus=())
+    assert all(o.corpus_launches > 0 for o in auto)  # the default: the tune's grid, engine_reuse=auto
+    assert all(o.corpus_launches == 0 for o in shared)

@@ -178,7 +178,7 @@ def test_the_simulated_rate_is_the_tunes_deploy_rate():
 
 
 def test_where_two_anchor_runs_cap_the_power_the_tune_asks_for_more(tmp_path, monkeypatch):
-    def rate(gain, noise, launches, anchor_runs, gate, draws, stages):
+    def rate(gain, noise, launches, anchor_runs, gate, draws, stages, engine_reuse):
         return 0.6 if anchor_runs == 2 else 0.5 + 0.05 * launches  # two runs' band caps it at 60 %
 
     monkeypatch.setattr(tune_module, "simulated_deploy_rate", rate)
@@ -191,13 +191,14 @@ def test_where_two_anchor_runs_cap_the_power_the_tune_asks_for_more(tmp_path, mo
 def test_the_design_is_checked_on_the_stages_the_tune_runs(tmp_path, monkeypatch):
     seen = set()
 
-    def rate(gain, noise, launches, anchor_runs, gate, draws, stages):
-        seen.add(stages)
+    def rate(gain, noise, launches, anchor_runs, gate, draws, stages, engine_reuse):
+        seen.add((stages, engine_reuse))
         return 0.9
 
     monkeypatch.setattr(tune_module, "simulated_deploy_rate", rate)
     sized(tmp_path, "size.verify_draws=10", "stages=[van,suffix,kpad,confirm]")
-    assert seen == {("van", "suffix", "kpad", "confirm")}
+    # and launches as the tune's grid does: engine_reuse=auto, the drafting levers per corpus.
+    assert seen == {(("van", "suffix", "kpad", "confirm"), "auto")}
     found = []
     monkeypatch.setattr(pp, "outcomes", lambda *a, **k: found.append(k["cfg"].stages) or [])
     pp.simulated_deploy_rate(0.2, Noise(0.05, 0.1, "t"), 3, 2, True, 1, stages=("van", "suffix", "confirm"))
