@@ -325,7 +325,7 @@ def noise_for(store: str, model: str, levers: Sequence[str], spec: SizeSpec) -> 
 
 def tune_costs(stage_overrides: Sequence[Sequence[str]], blocks_allowed: bool) -> Costs:
     """Costs of the tune whose stages run the grids `stage_overrides` (each a full override list), priced
-    by grid.plan.hours at two designs per stage (linear in launches and blocks: module doc)."""
+    by grid.plan.hours at three designs per stage (linear in launches and blocks, plus its once term)."""
     from grid.plan.hours import gpu_hours_at
 
     per_launch = per_block = fixed = once = 0.0
