@@ -156,14 +156,13 @@ def simulate_once(
     rng: np.random.Generator,
     gate: GateModel | None = None,
     anchor_runs: int = 2,
-    per_corpus: tuple[str, ...] | None = None,
+    per_corpus: tuple[str, ...] = CORPUS_LAUNCH_LEVERS,
 ) -> Outcome:
     """One whole tune through experiments.tune's procedure, confirm and deployment; `per_corpus` the
-    levers launched once per corpus (None: CORPUS_LAUNCH_LEVERS, the tune's grid.engine_reuse=auto)."""
-    levers = CORPUS_LAUNCH_LEVERS if per_corpus is None else per_corpus
+    levers launched once per corpus (by default the tune's grid.engine_reuse=auto's)."""
     t = SimulatedTune(cfg, model, "sim", Console(quiet=True), noise=noise, effects=effects, rng=rng,
                       repeats=repeats, gate=gate, anchor_runs=anchor_runs,
-                      corpus_launch_levers=levers)  # fmt: skip
+                      corpus_launch_levers=per_corpus)  # fmt: skip
     final = procedure(t)
     confirmation = confirm(t, final)
     deployed, _ = deployment(t, final, confirmation)
@@ -239,7 +238,7 @@ def outcomes(
     gate: GateModel | None = None,
     workers: int = WORKERS,
     anchor_runs: int = 2,
-    per_corpus: tuple[str, ...] | None = None,
+    per_corpus: tuple[str, ...] = CORPUS_LAUNCH_LEVERS,
 ) -> list[Outcome]:
     """`draws` whole tunes under `noise` with the true `effects`, at n repeats per stage, each from its
     own child of `seed` (`per_corpus`: simulate_once's)."""
