@@ -22,5 +22,17 @@ else
   # What a noise run has so far (its JSON is rewritten after each launch): a machine taken back
   # mid-run (2026-12-07) then loses only the launch in flight, not the whole run.
   for f in launch-noise.json launch-noise.md; do [ -f $run/out/$f ] && cp $run/out/$f $OUT/; done
-  echo "still running after $(( $(date +%s) - t0 )) s of polling: poll again now (the machine idles out in 30 s)"
+  # And the rest of what a lapse would lose (2026-12-07: an API error between two polls let the machine
+  # go and took a tune's first cells with it): the store's finished files under the name validate.sh
+  # resumes from (.gpu/store-<part>.tgz; writes are atomic, store/atomic.py, so .tmp-* is all a cell in
+  # flight leaves, and leases are left out so the resuming machine takes none over), a tune's sizing
+  # (tune-out.tgz) and the compile caches an engine has filled so far.
+  for s in $HOME/store-*; do
+    [ -d "$s" ] && tar czf $OUT/$(basename $s).tgz --warning=no-file-changed --exclude='.tmp-*' \
+      --exclude='.lock-*' --exclude="$(basename $s)/leases" -C $HOME $(basename $s)
+  done
+  [ -d $HOME/tune-out/tiny ] && tar czf $OUT/tune-out.tgz --warning=no-file-changed -C $HOME/tune-out/tiny .
+  dirs=$(cd $run/tree/.cache 2>/dev/null && ls -d vllm inductor triton 2>/dev/null | tr '\n' ' ')
+  [ -n "$dirs" ] && tar czf $OUT/compile-cache.tgz --warning=no-file-changed -C $run/tree/.cache $dirs
+  echo "still running after $(( $(date +%s) - t0 )) s of polling (so far: $(ls $OUT | tr '\n' ' ')): poll again now (the machine idles out in 30 s)"
 fi
