@@ -21,7 +21,10 @@ Candidate noise sources are switched one at a time by NOISE_SETTING (comma-separ
 - `coldcache`: fresh empty VLLM_CACHE_ROOT, TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR per launch
   (serve_env persists them under paths.cache_dir): whether the cache state moves the figure.
 Every launch records its cache directories' size before it starts and its engine's ready seconds;
-every block the setting and its resolved values and the GPU clocks before and after it.
+every block the setting and its resolved values, the GPU clocks before and after it, the host's steal
+and clock, a host probe on the engine's cores just before it (host_probe_ms) and each engine process's
+CPU per output token and run-queue wait over it (engine_usage): whether a slow launch's engine did more
+host work per token, ran on slower cores, or waited.
 
 Environment: NOISE_OVERRIDES (space-separated; the CPU default is crosscheck_levers' tiny load),
 NOISE_LEVERS (van,suffix,bestkpad), NOISE_K (8), NOISE_ROUNDS (pairs per launch, 2), NOISE_LAUNCHES
@@ -74,11 +77,12 @@ from grid.config.expand import expand, to_config
 from grid.orchestrate.session import gpu_entry
 from grid.plan.groups import group_by_engine
 from vocab.paths import project_path
+from workers.engine.tree import EngineProcess
 from workers.load.client import Target, warmup_load
 from workers.load.prompts import Prompt, load_corpus
 from workers.runner import engine_processes
 from workers.signals.gpu_telemetry import load_nvml, visible_indices
-from workers.signals.host import apply_pins, cpu_list
+from workers.signals.host import ThreadCounters, affinity, apply_pins, cpu_list, read_threads, usage
 
 SETTINGS = ("base", "warmup1", "warmup2", "gcfreeze", "pinned", "tokthreads", "coldcache")
 CACHE_ENV = ("VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
@@ -86,6 +90,10 @@ THREAD_ENV = {"TOKENIZERS_PARALLELISM": "false", "RAYON_NUM_THREADS": "1"}
 LOAD_KEYS = ("num_prompts", "warmup_requests", "max_tokens", "concurrency", "ignore_eos")
 READERS = {"harness": "harness bench tok/s", "bench": "vllm bench serve", "window": "harness window"}
 # vllm/utils/gc_utils.py's GCDebugger line, one per collection (VLLM_GC_DEBUG=1).
+# The host probe: ~15 ms of interpreter work on a 2.1 GHz core, the fastest of 5 (a timer tick or one
+# preemption lands in a timing; the fastest reads the core's own speed).
+PROBE_LOOPS = 200_000
+PROBE_REPEATS = 5
 GC_LINE = re.compile(r"GC took ([0-9.]+)ms to complete")
 CPU_MHZ = re.compile(r"^cpu MHz\s*:\s*([0-9.]+)", re.MULTILINE)
 
@@ -321,8 +329,9 @@ def markdown(
             f"{pct(r.get('sd_launch_same_slice'), r.get('df_launch_same_slice', 0))} |"
         )
     lines += ["", "| setting | lever | launch | ready s | cache MB before | GC pauses (ms) | pinned "
-              "| ITL ms (blocks) | steal % (max) | CPU MHz |"]  # fmt: skip
-    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+              "| ITL ms (blocks) | steal % (max) | CPU MHz | probe ms | EngineCore CPU ms/ktok "
+              "| its core wait % |"]  # fmt: skip
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for x in launches:
         cache_mb = sum(x["cache_bytes_before"].values()) / 1e6
         gc_text = "-" if x["gc_pauses"] is None else f"{x['gc_pauses']} ({x['gc_pause_ms']:.1f})"
@@ -330,7 +339,9 @@ def markdown(
             f"| {x['setting']} | {x['lever']} | {x['launch']} | {x['ready_s']:.0f} | {cache_mb:,.1f} | "
             f"{gc_text} | {x['placement']['engine_cpus'] or x['placement']['note']} | "
             f"{number(x.get('mean_itl_ms'), '.3f')} | {number(x.get('steal_share_max'), '.2f', 100)} | "
-            f"{number(x.get('cpu_mhz'), ',.0f')} |"
+            f"{number(x.get('cpu_mhz'), ',.0f')} | {number(x.get('probe_ms'), '.2f')} | "
+            f"{number(x.get('core_cpu_ms_per_ktok'), ',.1f')} | "
+            f"{number(x.get('core_wait_share'), '.1f', 100)} |"
         )
     if levels:
         lines += ["", "| lever | setting | over | reader | pairs | tok/s ratio (geo mean) | 90 % interval |"]
@@ -404,15 +415,84 @@ def host_reading(before: dict[str, list[int]], after: dict[str, list[int]]) -> d
     return {key: summary[key] for key in ("steal_share", "busy_share") if key in summary}
 
 
+def probe_loop(n: int) -> int:
+    """The host probe's fixed work: integer arithmetic in the interpreter, as the engine's host path is."""
+    acc = 0
+    for i in range(n):
+        acc = (acc + i * 7) % 1_000_003
+    return acc
+
+
+def host_probe_ms(
+    cpus: Sequence[int] | None, loops: int = PROBE_LOOPS, repeats: int = PROBE_REPEATS
+) -> float:
+    """The fastest of `repeats` timings (ms) of a fixed interpreter loop, on the engine's cores while it
+    is idle between blocks. The lent VM shows 16 flat vCPUs (2026-12-07: one socket, one NUMA node, one
+    thread a core, a fixed 2,100 MHz) and hides what shares their physical cores; a launch
+    whose cores run slower for the host's own reasons slows this loop too, which steal does not show."""
+    saved = os.sched_getaffinity(0)
+    try:
+        if cpus:
+            os.sched_setaffinity(0, set(cpus))
+        times = []
+        for _ in range(repeats):
+            start_ns = time.perf_counter_ns()
+            probe_loop(loops)
+            times.append((time.perf_counter_ns() - start_ns) / 1e6)
+        return round(min(times), 3)
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
+def read_engine(processes: Sequence[EngineProcess]) -> dict[str, dict[int, ThreadCounters]]:
+    """Every thread's scheduler counters, per engine process role (API server, EngineCore, ...)."""
+    return {p.role: read_threads(p.pid) for p in processes}
+
+
+def engine_usage(
+    before: dict[str, dict[int, ThreadCounters]],
+    after: dict[str, dict[int, ThreadCounters]],
+    wall_s: float,
+    output_tokens: int,
+) -> dict[str, dict[str, float | None]]:
+    """Per engine role over one block: CPU ms per 1,000 output tokens (the host work the engine did for
+    its tokens), the share of its runnable time it waited for a core, and involuntary switches a second.
+    A slow launch that spends more CPU per token does more work (or runs on slower cores: see the probe);
+    one that spends the same CPU over a longer wall waits (for the GPU, a lock, or a core: wait share)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for role, end in after.items():
+        used = usage(before.get(role, {}), end, wall_s)
+        out[role] = {
+            "cpu_ms_per_ktok": round(1e6 * used.cpu_s / output_tokens, 2) if output_tokens else None,
+            "wait_share": None if used.wait_share is None else round(used.wait_share, 4),
+            "nivcsw_per_s": None if used.nivcsw_per_s is None else round(used.nivcsw_per_s, 1),
+        }
+    return out
+
+
 def measured_run(
-    slot: Slot, target: Target, bench_args: dict[str, Any], load: Any, prompts: list[Prompt], tmp: Path
+    slot: Slot,
+    target: Target,
+    bench_args: dict[str, Any],
+    load: Any,
+    prompts: list[Prompt],
+    tmp: Path,
+    processes: Sequence[EngineProcess] = (),
 ) -> dict[str, Any]:
-    """crosscheck_levers' run, between two readings of the GPU clocks and of the host's cores."""
+    """crosscheck_levers' run, between two readings of the GPU clocks, of the host's cores and of the
+    engine's threads, after a host probe on the engine's cores (the EngineCore's, else any)."""
+    core = [p for p in processes if p.role == "EngineCore"]
+    probe_ms = host_probe_ms(sorted(affinity(core[0].pid)) if core else None)
     before, cpu_before, mhz_before = gpu_clocks(), proc_sample.read_cpu_times(), cpu_mhz()
+    threads_before, start_s = read_engine(processes), time.monotonic()
     row = run_one(slot, target, bench_args, load, prompts, tmp)
+    threads = engine_usage(
+        threads_before, read_engine(processes), time.monotonic() - start_s, row["output_tokens"]
+    )
     host = host_reading(cpu_before, proc_sample.read_cpu_times())
     return {**row, "gpu_clocks_before": before, "gpu_clocks_after": gpu_clocks(),
-            "host": {**host, "cpu_mhz_before": mhz_before, "cpu_mhz_after": cpu_mhz()}}  # fmt: skip
+            "host": {**host, "cpu_mhz_before": mhz_before, "cpu_mhz_after": cpu_mhz(), "probe_ms": probe_ms},
+            "engine_threads": threads}  # fmt: skip
 
 
 def run_launch(
@@ -435,7 +515,8 @@ def run_launch(
     with engine:
         assert engine.ready_s is not None
         print(f"{lever} launch {launch}: engine ready in {engine.ready_s:.0f} s ({','.join(setting.names)})")
-        pins = apply_pins(engine_processes(engine), setting.pin)
+        processes = engine_processes(engine)
+        pins = apply_pins(processes, setting.pin)
         target, bench_args = readers(spec, endpoint, project_path(config.paths.models_dir))
         if warmup_n:
             harness_run(target, head[:warmup_n], warm_load)  # not counted: prompts no block measures
@@ -443,7 +524,9 @@ def run_launch(
             if setting.client_gc_freeze:
                 gc.collect()
                 gc.freeze()  # the client's heap so far is left out of its collections during the block
-            rows.append(measured_run(slot, target, bench_args, load, slices[slot.slice_index], tmp))
+            rows.append(
+                measured_run(slot, target, bench_args, load, slices[slot.slice_index], tmp, processes)
+            )
     pauses = gc_pauses(log)
     record = {
         "setting": ",".join(setting.names),
@@ -473,10 +556,17 @@ def launch_host(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     hosts = [r.get("host") or {} for r in rows]
     steals = [h["steal_share"] for h in hosts if h.get("steal_share") is not None]
     mhz = [h[k] for h in hosts for k in ("cpu_mhz_before", "cpu_mhz_after") if h.get(k)]
+    probes = [h["probe_ms"] for h in hosts if h.get("probe_ms")]
+    core = [(r.get("engine_threads") or {}).get("EngineCore") or {} for r in rows]
+    core_cpu = [c["cpu_ms_per_ktok"] for c in core if c.get("cpu_ms_per_ktok")]
+    core_wait = [c["wait_share"] for c in core if c.get("wait_share") is not None]
     return {
         "mean_itl_ms": statistics.fmean(itls) if itls else None,
         "steal_share_max": max(steals) if steals else None,
         "cpu_mhz": statistics.fmean(mhz) if mhz else None,
+        "probe_ms": statistics.fmean(probes) if probes else None,
+        "core_cpu_ms_per_ktok": statistics.fmean(core_cpu) if core_cpu else None,
+        "core_wait_share": statistics.fmean(core_wait) if core_wait else None,
     }
 
 

@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import os
 import random
 import statistics
 
@@ -225,19 +226,61 @@ def test_host_reading_and_launch_host_tell_a_host_slowdown_apart():
     after = {"cpu": [300, 0, 0, 1500, 0, 0, 0, 200], "cpu0": [150, 0, 0, 750, 0, 0, 0, 100]}
     # Deltas: 200 user, 600 idle, 200 steal of 1,000 ticks.
     assert ln.host_reading(before, after) == {"steal_share": 0.2, "busy_share": 0.4}
+    core = {"EngineCore": {"cpu_ms_per_ktok": 40.0, "wait_share": 0.02, "nivcsw_per_s": 3.0}}
     rows = [
         {
             "mean_itl_ms": 2.0,
-            "host": {"steal_share": 0.01, "cpu_mhz_before": 2000.0, "cpu_mhz_after": 2200.0},
+            "host": {
+                "steal_share": 0.01,
+                "cpu_mhz_before": 2000.0,
+                "cpu_mhz_after": 2200.0,
+                "probe_ms": 10.0,
+            },
+            "engine_threads": core,
         },
-        {"mean_itl_ms": 3.0, "host": {"steal_share": 0.2, "cpu_mhz_before": None, "cpu_mhz_after": 2400.0}},
+        {
+            "mean_itl_ms": 3.0,
+            "host": {"steal_share": 0.2, "cpu_mhz_before": None, "cpu_mhz_after": 2400.0, "probe_ms": 12.0},
+            "engine_threads": {"EngineCore": {"cpu_ms_per_ktok": 60.0, "wait_share": 0.04}},
+        },
         {"mean_itl_ms": None},  # a block without the reading (older records) is left out, not zero
     ]
-    assert ln.launch_host(rows) == {"mean_itl_ms": 2.5, "steal_share_max": 0.2, "cpu_mhz": 2200.0}
-    assert ln.launch_host([]) == {"mean_itl_ms": None, "steal_share_max": None, "cpu_mhz": None}
+    assert ln.launch_host(rows) == {"mean_itl_ms": 2.5, "steal_share_max": 0.2, "cpu_mhz": 2200.0,
+                                    "probe_ms": 11.0, "core_cpu_ms_per_ktok": 50.0,
+                                    "core_wait_share": pytest.approx(0.03)}  # fmt: skip
+    assert set(ln.launch_host([]).values()) == {None}
     launch = {"setting": "base", "lever": "van", "launch": 1, "ready_s": 50.0, "cache_bytes_before": {},
               "gc_pauses": None, "gc_pause_ms": None, "placement": {"engine_cpus": None, "note": "off"},
               **ln.launch_host(rows[:2])}  # fmt: skip
-    assert "| off | 2.500 | 20.00 | 2,200 |" in ln.markdown([], [launch])
-    old = {k: v for k, v in launch.items() if k not in ("mean_itl_ms", "steal_share_max", "cpu_mhz")}
-    assert "| off | - | - | - |" in ln.markdown([], [old])
+    assert "| off | 2.500 | 20.00 | 2,200 | 11.00 | 50.0 | 3.0 |" in ln.markdown([], [launch])
+    old = {k: v for k, v in launch.items() if k not in ln.launch_host([])}
+    assert "| off | - | - | - | - | - | - |" in ln.markdown([], [old])
+
+
+def test_engine_usage_is_cpu_per_token_and_core_wait_per_role():
+    ms = 1_000_000
+    before = {"EngineCore": {1: ln.ThreadCounters(100 * ms, 0, 0, 0)}, "API server": {}}
+    after = {
+        # The EngineCore's thread ran 200 ms more and waited 50 ms; a thread born in the block counts whole.
+        "EngineCore": {1: ln.ThreadCounters(300 * ms, 50 * ms, 5, 8), 2: ln.ThreadCounters(50 * ms, 0, 0, 2)},
+        "API server": {7: ln.ThreadCounters(80 * ms, 20 * ms, 0, 0)},
+    }
+    used = ln.engine_usage(before, after, wall_s=2.0, output_tokens=5_000)
+    assert used["EngineCore"] == {"cpu_ms_per_ktok": 50.0, "wait_share": 0.1667, "nivcsw_per_s": 5.0}
+    assert used["API server"]["cpu_ms_per_ktok"] == 16.0
+    assert ln.engine_usage(before, after, 2.0, 0)["EngineCore"]["cpu_ms_per_ktok"] is None
+
+
+def test_host_probe_runs_on_the_cores_asked_and_gives_this_thread_its_cores_back(monkeypatch):
+    mine = os.sched_getaffinity(0)
+    seen = []
+    real = ln.probe_loop
+
+    def watched(n: int) -> int:
+        seen.append(os.sched_getaffinity(0))
+        return real(n)
+
+    monkeypatch.setattr(ln, "probe_loop", watched)
+    one = min(mine)
+    assert ln.host_probe_ms([one], loops=1_000, repeats=3) > 0
+    assert seen == [{one}] * 3 and os.sched_getaffinity(0) == mine
