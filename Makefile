@@ -44,7 +44,7 @@ test: setup ## All tests: real CPU engine and plugins, beside them scheduling/fa
 	@# The assets and chromium are made inside, beside the tests that do not need them.
 	PY=$(PY) bash scripts/test_streams.sh -q $(DURATIONS) $(ARGS)
 
-test-unit: setup ## Unit tests only (no engine, seconds)
+test-unit: assets ## Unit tests only (no engine; a few need the corpora: built once by `make assets`)
 	$(PY) -m pytest -q $(DURATIONS) tests/unit $(ARGS)
 
 test-scheduling: setup ## Scheduling and fault tests on a fake 3-node cluster (stand-in engine)
