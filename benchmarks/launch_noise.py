@@ -82,7 +82,7 @@ from workers.load.client import Target, warmup_load
 from workers.load.prompts import Prompt, load_corpus
 from workers.runner import engine_processes
 from workers.signals.gpu_telemetry import load_nvml, visible_indices
-from workers.signals.host import ThreadCounters, affinity, apply_pins, cpu_list, read_threads, usage
+from workers.signals.host import HostSampler, ThreadCounters, affinity, apply_pins, cpu_list, usage
 
 SETTINGS = ("base", "warmup1", "warmup2", "gcfreeze", "pinned", "tokthreads", "coldcache")
 CACHE_ENV = ("VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
@@ -444,19 +444,15 @@ def host_probe_ms(
         os.sched_setaffinity(0, saved)
 
 
-def read_engine(processes: Sequence[EngineProcess]) -> dict[str, dict[int, ThreadCounters]]:
-    """Every thread's scheduler counters, per engine process role (API server, EngineCore, ...)."""
-    return {p.role: read_threads(p.pid) for p in processes}
-
-
 def engine_usage(
     before: dict[str, dict[int, ThreadCounters]],
     after: dict[str, dict[int, ThreadCounters]],
     wall_s: float,
     output_tokens: int,
 ) -> dict[str, dict[str, float | None]]:
-    """Per engine role over one block: CPU ms per 1,000 output tokens (the host work the engine did for
-    its tokens), the share of its runnable time it waited for a core, and involuntary switches a second.
+    """Per process group (workers.signals.host.HostSampler's: api_server, engine_core, client) over one
+    block: CPU ms per 1,000 output tokens (the host work done for its tokens), the share of its runnable
+    time it waited for a core, and involuntary switches a second.
     A slow launch that spends more CPU per token does more work (or runs on slower cores: see the probe);
     one that spends the same CPU over a longer wall waits (for the GPU, a lock, or a core: wait share)."""
     out: dict[str, dict[str, float | None]] = {}
@@ -484,11 +480,10 @@ def measured_run(
     core = [p for p in processes if p.role == "EngineCore"]
     probe_ms = host_probe_ms(sorted(affinity(core[0].pid)) if core else None)
     before, cpu_before, mhz_before = gpu_clocks(), proc_sample.read_cpu_times(), cpu_mhz()
-    threads_before, start_s = read_engine(processes), time.monotonic()
-    row = run_one(slot, target, bench_args, load, prompts, tmp)
-    threads = engine_usage(
-        threads_before, read_engine(processes), time.monotonic() - start_s, row["output_tokens"]
-    )
+    with HostSampler(processes) as sampler:
+        row = run_one(slot, target, bench_args, load, prompts, tmp)
+    wall_s = (sampler.end_ns - sampler.start_ns) / 1e9
+    threads = engine_usage(sampler.before, sampler.after, wall_s, row["output_tokens"])
     host = host_reading(cpu_before, proc_sample.read_cpu_times())
     return {**row, "gpu_clocks_before": before, "gpu_clocks_after": gpu_clocks(),
             "host": {**host, "cpu_mhz_before": mhz_before, "cpu_mhz_after": cpu_mhz(), "probe_ms": probe_ms},
@@ -557,7 +552,7 @@ def launch_host(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     steals = [h["steal_share"] for h in hosts if h.get("steal_share") is not None]
     mhz = [h[k] for h in hosts for k in ("cpu_mhz_before", "cpu_mhz_after") if h.get(k)]
     probes = [h["probe_ms"] for h in hosts if h.get("probe_ms")]
-    core = [(r.get("engine_threads") or {}).get("EngineCore") or {} for r in rows]
+    core = [(r.get("engine_threads") or {}).get("engine_core") or {} for r in rows]
     core_cpu = [c["cpu_ms_per_ktok"] for c in core if c.get("cpu_ms_per_ktok")]
     core_wait = [c["wait_share"] for c in core if c.get("wait_share") is not None]
     return {

@@ -226,7 +226,7 @@ def test_host_reading_and_launch_host_tell_a_host_slowdown_apart():
     after = {"cpu": [300, 0, 0, 1500, 0, 0, 0, 200], "cpu0": [150, 0, 0, 750, 0, 0, 0, 100]}
     # Deltas: 200 user, 600 idle, 200 steal of 1,000 ticks.
     assert ln.host_reading(before, after) == {"steal_share": 0.2, "busy_share": 0.4}
-    core = {"EngineCore": {"cpu_ms_per_ktok": 40.0, "wait_share": 0.02, "nivcsw_per_s": 3.0}}
+    core = {"engine_core": {"cpu_ms_per_ktok": 40.0, "wait_share": 0.02, "nivcsw_per_s": 3.0}}
     rows = [
         {
             "mean_itl_ms": 2.0,
@@ -241,7 +241,7 @@ def test_host_reading_and_launch_host_tell_a_host_slowdown_apart():
         {
             "mean_itl_ms": 3.0,
             "host": {"steal_share": 0.2, "cpu_mhz_before": None, "cpu_mhz_after": 2400.0, "probe_ms": 12.0},
-            "engine_threads": {"EngineCore": {"cpu_ms_per_ktok": 60.0, "wait_share": 0.04}},
+            "engine_threads": {"engine_core": {"cpu_ms_per_ktok": 60.0, "wait_share": 0.04}},
         },
         {"mean_itl_ms": None},  # a block without the reading (older records) is left out, not zero
     ]
